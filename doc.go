@@ -1,0 +1,117 @@
+// Package timingwheel runs functions after delays, like [time.AfterFunc], for
+// programs that hold very many timers at once: request timeouts, retries,
+// heartbeats and sessions by the hundred thousand or the million. It is a
+// hierarchical timing wheel in the style of Kafka's SystemTimer, driven by a
+// delay queue, that never fires a timer early.
+//
+//	st, err := timingwheel.New()
+//	t, err := st.AfterFunc(30*time.Second, func() { ... })
+//	t.Stop()
+//	defer st.Stop()
+//
+// # Design
+//
+// A [SystemTimer] keeps its timers in a hierarchy of wheels. A wheel level
+// has wheelSize buckets ([WithWheelSize]); a bucket of level 0 holds the
+// timers of one tick ([WithTick]), a bucket of level k the timers of
+// wheelSize^k ticks. A deadline beyond the reach of a level goes up to the
+// next, which is created on demand. Each bucket is a doubly linked list, so
+// adding and stopping a timer are O(1) whatever the number of timers.
+//
+// With the defaults (tick 1ms, wheel size 512) the levels are:
+//
+//	level  bucket width        reach
+//	0      1ms                 512ms
+//	1      512ms               4m22.144s
+//	2      4m22.144s           37h16m57.728s
+//	3      37h16m57.728s       795 days
+//	4      795 days            1115 years
+//
+// Level 4 already reaches past the largest [time.Duration], so no more are
+// ever made.
+//
+// A bucket that holds timers sits in a delay queue (package delayqueue)
+// under its expiration. One driver goroutine sleeps until the earliest
+// bucket is due; no goroutine wakes up for the empty ticks in between, so a
+// SystemTimer whose timers are far off costs no CPU. When a bucket is due,
+// the driver moves the wheel time to its expiration, takes all its timers out
+// at once and adds each one again: a timer from a higher level cascades into
+// a lower one, and a timer of level 0 is due and goes to the executor pool.
+//
+// Timers are spread by address over a few shards, each a complete wheel
+// hierarchy with its own lock, so that goroutines on different cores rarely
+// contend; the shards share the delay queue and the driver.
+//
+// # Deadlines are rounded up
+//
+// Ticks are counted from the moment New was called. A timer's deadline is
+// rounded up to the next tick, so its callback runs in [deadline,
+// deadline+tick], plus the time it takes a worker to get to it under load.
+// Kafka's SystemTimer and its ports round down instead and run callbacks up
+// to a tick early; this package never does. [SystemTimer.AfterFunc] with
+// d <= 0 hands the callback to the executor at once, without waiting for a
+// tick.
+//
+// Deadlines are clamped to about 292 years after New, the largest
+// [time.Duration]. A [SystemTimer.AfterFunc] with the largest duration is
+// valid; in practice its callback never runs.
+//
+// # Callbacks
+//
+// Callbacks run on the executor pool, never on the driver and never inside
+// AfterFunc. [WithWorkers] goroutines wait for work. The driver hands due
+// timers to the pool without ever blocking on it. If work is queued while
+// every worker is busy, a helper goroutine is started; if after a stall delay
+// (the tick, at most 1ms) the work is still waiting, the helper runs queued
+// work until there is none. So a callback that blocks, or takes seconds,
+// holds up other callbacks by at most the stall delay, and costs one extra
+// goroutine while it runs, as [time.AfterFunc] would. With short callbacks
+// the workers keep up, no helper runs anything, and callbacks start in the
+// order their timers became due.
+//
+// A callback that panics is recovered; the value goes to the
+// [WithPanicHandler] function, and the worker goes on. Callbacks may call any
+// method of the SystemTimer and of any Timer, including [SystemTimer.Stop].
+//
+// # Stopping
+//
+// [Timer.Stop] is definitive: if it returns true, the callback never runs; if
+// it returns false, the callback has been handed to the executor (it ran, is
+// running, or is about to run) or the timer was already stopped. This holds
+// while the driver is moving the timer between buckets or handing it to the
+// pool: every state change of a timer happens under its shard's lock.
+// [Timer.Reset] behaves like [time.Timer.Reset].
+//
+// [SystemTimer.Stop] is idempotent. Once it returns, no callback starts and
+// AfterFunc returns [ErrStopped]. It returns every timer whose callback never
+// started, so nothing is lost, and it returns only after every goroutine the
+// SystemTimer started has exited, except the callback calling it, if any: a
+// callback may stop its own SystemTimer without deadlock.
+//
+// # Periodic timers
+//
+// [SystemTimer.ScheduleFunc] runs a function at the times a [Scheduler]
+// gives. Each time is computed from the previous scheduled time, not from when
+// the previous run happened, so the series does not drift. Runs of a series
+// never overlap: when a run overruns the next scheduled time, the times that
+// have passed are skipped, as [time.Ticker] drops ticks.
+//
+// # Contexts
+//
+// [SystemTimer.WithTimeout] and [SystemTimer.WithDeadline] return contexts
+// that behave like those of the context package, with the deadline on the
+// wheel instead of in a runtime timer.
+//
+// # Clocks
+//
+// By default the SystemTimer reads the monotonic clock. [WithClock] injects
+// another, such as clock.NewMock for tests. A mock clock fires only the timers
+// that exist when it is advanced, and computes a timer's deadline from its own
+// idea of now when the timer is armed, so an advance that lands while the
+// driver is arming its timer could be missed; with any clock other than the
+// real one the driver therefore also looks at the clock once every
+// millisecond of real time while it waits. Advancing a mock clock past a
+// deadline is thus enough to fire the callback. If an injected clock goes
+// backwards, nothing fires early: a timer armed after the jump waits until
+// the clock reaches its deadline again, or later.
+package timingwheel

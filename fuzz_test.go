@@ -1,0 +1,254 @@
+package timingwheel
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// FuzzWheelAgainstModel runs random sequences of AfterFunc, Stop, Reset and
+// clock advances through a SystemTimer with no goroutines (the manual
+// harness: the driver and workers run inside step) under a fake clock, and
+// through a trivial model: a slice of deadlines. After every operation the
+// same callbacks must have run, each as often as the model says, in deadline
+// order within a tick, none before its deadline and none left waiting once
+// the clock has passed its deadline rounded up to the tick; and Len, Stop and
+// Reset must report what the model says.
+func FuzzWheelAgainstModel(f *testing.F) {
+	for cfg := range byte(len(fuzzConfigs)) {
+		tick, n := fuzzConfigs[cfg].tick, fuzzConfigs[cfg].size
+		// One add and one advance per boundary: 0, tick-1, tick, each
+		// level's reach, the largest duration.
+		for i := range byte(len(fuzzBoundaries(tick, n))) {
+			f.Add([]byte{cfg, opAdd, 0, i, opAdd, 0, i + 1, opAdvance, 1, i, opStop, 0, opAdvance, 1, i + 1})
+		}
+	}
+	f.Add([]byte{2, opAdd, 1, 0, 10, opReset, 0, 1, 0, 3, opAdvance, 2, 0, 5, opAdd, 3, 0, opAdvance, 0, 1})
+	f.Add([]byte{4, opAdd, 2, 0, 0, 1, 0, opAdd, 2, 0, 0, 2, 0, opAdvance, 2, 255, 255, opAdvance, 1, 12, opReset, 1, 0, 7})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		cfg := fuzzConfigs[int(data[0])%len(fuzzConfigs)]
+		r := &byteReader{b: data[1:]}
+		runModel(t, cfg.tick, cfg.size, r)
+	})
+}
+
+var fuzzConfigs = []struct {
+	tick time.Duration
+	size int
+}{
+	{time.Millisecond, 2},
+	{time.Millisecond, 3},
+	{time.Millisecond, 4},
+	{3 * time.Millisecond, 8},
+	{time.Millisecond, defaultWheelSize},
+}
+
+const (
+	opAdd byte = iota
+	opStop
+	opReset
+	opAdvance
+	numOps
+)
+
+// fuzzBoundaries are the delays and advances worth hitting exactly.
+func fuzzBoundaries(tick time.Duration, size int) []time.Duration {
+	ds := []time.Duration{0, 1, tick - 1, tick, tick + 1}
+	for span := tick * time.Duration(size); span > 0 && span < 50*365*24*time.Hour; span *= time.Duration(size) {
+		ds = append(ds, span-1, span, span+1)
+	}
+	return append(ds, math.MaxInt64)
+}
+
+type byteReader struct{ b []byte }
+
+func (r *byteReader) next() (byte, bool) {
+	if len(r.b) == 0 {
+		return 0, false
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c, true
+}
+
+func (r *byteReader) u16() int64 {
+	var buf [2]byte
+	n := copy(buf[:], r.b)
+	r.b = r.b[n:]
+	return int64(binary.LittleEndian.Uint16(buf[:]))
+}
+
+func (r *byteReader) u32() int64 {
+	var buf [4]byte
+	n := copy(buf[:], r.b)
+	r.b = r.b[n:]
+	return int64(binary.LittleEndian.Uint32(buf[:]))
+}
+
+// delay decodes a delay: a boundary, a few ticks, up to weeks, or <= 0.
+func (r *byteReader) delay(bounds []time.Duration, tick time.Duration) time.Duration {
+	kind, _ := r.next()
+	switch kind % 4 {
+	case 0:
+		i, _ := r.next()
+		return bounds[int(i)%len(bounds)]
+	case 1:
+		return time.Duration(r.u16()) * tick / 16
+	case 2:
+		return time.Duration(r.u32()) * time.Millisecond / 4
+	default:
+		i, _ := r.next()
+		return -time.Duration(i)
+	}
+}
+
+// advance decodes a clock advance: a fraction of a tick, a boundary, or up
+// to a few thousand ticks.
+func (r *byteReader) advance(bounds []time.Duration, tick time.Duration) time.Duration {
+	kind, _ := r.next()
+	switch kind % 3 {
+	case 0:
+		i, _ := r.next()
+		return time.Duration(i) * tick / 16
+	case 1:
+		i, _ := r.next()
+		d := bounds[int(i)%len(bounds)]
+		if d > 100*365*24*time.Hour {
+			d = 0 // keep the clock within a century of the epoch
+		}
+		return d
+	default:
+		return time.Duration(r.u16()) * tick / 8
+	}
+}
+
+type modelTimer struct {
+	tm      *Timer
+	pending bool
+	due     int64 // tick at or after which it must have run, while pending
+	want    int   // runs the model expects
+	got     int   // runs seen
+}
+
+func runModel(t *testing.T, tick time.Duration, size int, r *byteReader) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(tick), WithWheelSize(size))
+	bounds := fuzzBoundaries(tick, size)
+	var timers []*modelTimer
+	var ran []*modelTimer // order of runs within a step
+	nowNs := func() int64 { return int64(fc.Now().Sub(st.epoch)) }
+	dueTick := func(d time.Duration) int64 { return ceilDiv(satAdd(nowNs(), int64(d)), int64(tick)) }
+
+	check := func(step int) {
+		t.Helper()
+		st.step()
+		nowTick := floorDiv(nowNs(), int64(tick))
+		// In deadline order within a tick; none early.
+		for i, m := range ran {
+			if i > 0 && m.due < ran[i-1].due {
+				t.Fatalf("op %d: timer due at tick %d ran after one due at %d", step, m.due, ran[i-1].due)
+			}
+			if m.due > nowTick {
+				t.Fatalf("op %d: timer due at tick %d ran at tick %d", step, m.due, nowTick)
+			}
+		}
+		ran = ran[:0]
+		pending := 0
+		for i, m := range timers {
+			if m.pending && m.due <= nowTick {
+				m.pending = false
+				m.want++
+			}
+			if m.got != m.want {
+				t.Fatalf("op %d: timer %d (due tick %d, now %d) ran %d times, want %d", step, i, m.due, nowTick, m.got, m.want)
+			}
+			if m.pending {
+				pending++
+			}
+		}
+		if got := st.Len(); got != pending {
+			t.Fatalf("op %d: Len() = %d, want %d", step, got, pending)
+		}
+	}
+
+	for step := 0; len(r.b) > 0 && step < 400; step++ {
+		op, _ := r.next()
+		switch op % numOps {
+		case opAdd:
+			d := r.delay(bounds, tick)
+			m := &modelTimer{due: dueTick(d)}
+			if d <= 0 {
+				m.due = floorDiv(nowNs(), int64(tick))
+				m.want = 1 // runs at the next step, without a tick
+			} else {
+				m.pending = true
+			}
+			tm, err := st.AfterFunc(d, func() { m.got++; ran = append(ran, m) })
+			if err != nil {
+				t.Fatalf("op %d: AfterFunc(%v): %v", step, d, err)
+			}
+			m.tm = tm
+			timers = append(timers, m)
+		case opStop:
+			if len(timers) == 0 {
+				continue
+			}
+			i, _ := r.next()
+			m := timers[int(i)%len(timers)]
+			if got := m.tm.Stop(); got != m.pending {
+				t.Fatalf("op %d: Stop() = %v, model says pending=%v", step, got, m.pending)
+			}
+			m.pending = false
+		case opReset:
+			if len(timers) == 0 {
+				continue
+			}
+			i, _ := r.next()
+			m := timers[int(i)%len(timers)]
+			d := r.delay(bounds, tick)
+			if got := m.tm.Reset(d); got != m.pending {
+				t.Fatalf("op %d: Reset(%v) = %v, model says pending=%v", step, d, got, m.pending)
+			}
+			if d <= 0 {
+				m.pending, m.due = false, floorDiv(nowNs(), int64(tick))
+				m.want++
+			} else {
+				m.pending, m.due = true, dueTick(d)
+			}
+		case opAdvance:
+			fc.Add(r.advance(bounds, tick))
+		}
+		check(step)
+	}
+
+	var want []*Timer
+	for _, m := range timers {
+		if m.pending {
+			want = append(want, m.tm)
+		}
+	}
+	left := st.Stop()
+	slices.SortFunc(left, cmpTimer)
+	slices.SortFunc(want, cmpTimer)
+	if !slices.Equal(left, want) {
+		t.Fatalf("Stop returned %d timers, the model has %d pending", len(left), len(want))
+	}
+}
+
+func cmpTimer(a, b *Timer) int {
+	pa, pb := uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b))
+	switch {
+	case pa < pb:
+		return -1
+	case pa > pb:
+		return 1
+	}
+	return 0
+}

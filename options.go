@@ -1,0 +1,125 @@
+package timingwheel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Defaults and bounds, documented on the options and in the package doc.
+const (
+	defaultTick      = time.Millisecond
+	defaultWheelSize = 512
+
+	// maxWheelSize bounds WithWheelSize: every level of every shard holds
+	// a bucket array of this many entries.
+	maxWheelSize = 1 << 16
+	maxWorkers   = 1 << 16
+)
+
+// An Option configures a SystemTimer in New.
+type Option interface {
+	apply(*config)
+}
+
+type config struct {
+	tick       time.Duration
+	wheelSize  int
+	clock      clock.Clock
+	clockSet   bool
+	workers    int
+	maxPending int
+	onPanic    func(any)
+	manual     bool // tests: no driver or workers; step runs due work
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithTick sets the tick of the lowest wheel: the precision of the timer.
+// A callback runs at most one tick after its deadline. Default 1ms.
+func WithTick(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.tick = d })
+}
+
+// WithWheelSize sets the number of buckets per wheel level, from 2 to
+// 65536. Default 512.
+func WithWheelSize(n int) Option {
+	return optionFunc(func(c *config) { c.wheelSize = n })
+}
+
+// WithClock sets the clock, for tests; clock.NewMock() makes time move only
+// when the test says so. Default clock.New(), the real clock.
+func WithClock(cl clock.Clock) Option {
+	return optionFunc(func(c *config) { c.clock, c.clockSet = cl, true })
+}
+
+// WithWorkers sets how many worker goroutines wait to run callbacks, from 1
+// to 65536. Default runtime.GOMAXPROCS(0), at least 2. See the package
+// doc for what happens when all of them are busy.
+func WithWorkers(n int) Option {
+	return optionFunc(func(c *config) { c.workers = n })
+}
+
+// WithMaxPending bounds the number of pending timers: beyond it AfterFunc
+// and ScheduleFunc return ErrTooManyPending. 0, the default, means no bound.
+func WithMaxPending(n int) Option {
+	return optionFunc(func(c *config) { c.maxPending = n })
+}
+
+// WithPanicHandler sets the function that receives the value a callback
+// panicked with. It runs on the worker that ran the callback, which then goes
+// on. Default: log the value and the stack with log/slog.
+func WithPanicHandler(h func(v any)) Option {
+	return optionFunc(func(c *config) { c.onPanic = h })
+}
+
+// withManual makes New start no goroutines; tests drive the timer with step.
+func withManual() Option {
+	return optionFunc(func(c *config) { c.manual = true })
+}
+
+var errNilOption = errors.New("timingwheel: nil Option")
+
+func buildConfig(opts []Option) (config, error) {
+	c := config{
+		tick:      defaultTick,
+		wheelSize: defaultWheelSize,
+		workers:   max(2, runtime.GOMAXPROCS(0)),
+		onPanic:   logPanic,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return c, errNilOption
+		}
+		o.apply(&c)
+	}
+	switch {
+	case c.tick <= 0:
+		return c, fmt.Errorf("timingwheel: WithTick(%v): the tick must be positive", c.tick)
+	case c.wheelSize < 2 || c.wheelSize > maxWheelSize:
+		return c, fmt.Errorf("timingwheel: WithWheelSize(%d): the wheel size must be from 2 to %d", c.wheelSize, maxWheelSize)
+	case c.clockSet && c.clock == nil:
+		return c, errors.New("timingwheel: WithClock(nil): the clock must not be nil")
+	case c.workers < 1 || c.workers > maxWorkers:
+		return c, fmt.Errorf("timingwheel: WithWorkers(%d): the number of workers must be from 1 to %d", c.workers, maxWorkers)
+	case c.maxPending < 0:
+		return c, fmt.Errorf("timingwheel: WithMaxPending(%d): the bound must not be negative (0 means none)", c.maxPending)
+	case c.onPanic == nil:
+		return c, errors.New("timingwheel: WithPanicHandler(nil): the handler must not be nil")
+	}
+	if c.clock == nil {
+		c.clock = clock.New()
+	}
+	return c, nil
+}
+
+func logPanic(v any) {
+	slog.Error("timingwheel: callback panicked", "panic", v, "stack", string(debug.Stack()))
+}

@@ -1,0 +1,64 @@
+package timingwheel
+
+import "math"
+
+// notQueued is a bucket's queued value while it is not in the delay queue.
+// Being the largest int64, it makes "is exp earlier than what is queued?" the
+// only test placement needs.
+const notQueued = math.MaxInt64
+
+// A bucket is one slot of a wheel level: a doubly linked list of timers with
+// O(1) insert and remove, and the expiration under which it sits in the
+// delay queue. The list is circular through the sentinel root, so a timer
+// can unlink itself without knowing which bucket holds it.
+//
+// All fields are guarded by the mutex of the shard that owns the bucket.
+type bucket struct {
+	root   Timer  // sentinel: root.next is the first timer, root.prev the last
+	queued int64  // expiration in the delay queue, in ticks; notQueued if none
+	sh     *shard // owner; immutable
+	level  int32  // index of the level holding the bucket; immutable
+}
+
+// bucketRef is what the delay queue holds: a bucket and the expiration it
+// was queued under. A bucket re-queued under an earlier expiration leaves a
+// stale ref behind, which expire recognizes by comparing exp with queued.
+type bucketRef struct {
+	b   *bucket
+	exp int64
+}
+
+// initList makes l an empty list.
+func (l *Timer) initList() { l.next, l.prev = l, l }
+
+// empty reports whether the list with sentinel l has no timers.
+func (l *Timer) empty() bool { return l.next == l }
+
+// pushBack links t at the end of the list with sentinel l.
+func (l *Timer) pushBack(t *Timer) {
+	t.prev = l.prev
+	t.next = l
+	l.prev.next = t
+	l.prev = t
+}
+
+// unlink removes t from whatever list holds it.
+func (t *Timer) unlink() {
+	t.prev.next = t.next
+	t.next.prev = t.prev
+	t.next, t.prev = nil, nil
+}
+
+// moveAllTo appends every timer of the list with sentinel l to the list with
+// sentinel dst and leaves l empty, in O(1).
+func (l *Timer) moveAllTo(dst *Timer) {
+	if l.empty() {
+		return
+	}
+	first, last := l.next, l.prev
+	first.prev = dst.prev
+	dst.prev.next = first
+	last.next = dst
+	dst.prev = last
+	l.initList()
+}

@@ -1,0 +1,278 @@
+package timingwheel
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// A level is one wheel of the hierarchy. Level k has wheelSize buckets, each
+// tick = wheelSize^k base ticks wide, and reaches span = tick*wheelSize base
+// ticks ahead of its current time. The level above it is created the first
+// time a deadline lies beyond span; its tick is this level's span.
+//
+// All fields are guarded by the owning shard's mutex.
+type level struct {
+	tick    int64 // bucket width in base ticks
+	span    int64 // tick*wheelSize, or math.MaxInt64 once that overflows
+	cur     int64 // the shard's wheel time rounded down to tick
+	buckets []bucket
+}
+
+// A shard is a complete hierarchy of wheels with its own lock. Timers are
+// spread over shards by address so that goroutines on different cores rarely
+// meet on one lock; all shards share the delay queue and the driver.
+type shard struct {
+	// mu guards every field below, the buckets of every level, and the
+	// link, when and state fields of every timer the shard holds.
+	mu sync.Mutex
+
+	// c0 is the wheel time, in base ticks: the latest expiration the
+	// driver has expired in this shard. It never decreases. A timer due at
+	// tick D <= c0 whose deadline has passed is due now.
+	c0      int64
+	levels  []*level
+	transit Timer // sentinel of timers taken out of expired buckets, not yet re-placed
+	count   int   // pending timers: linked in a bucket or in transit
+	closed  bool  // the SystemTimer has stopped
+	wakeDQ  bool  // a push made a new delay queue head; wake the poller after unlocking
+
+	st *SystemTimer // immutable
+
+	_ [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+func (sh *shard) init(st *SystemTimer) {
+	sh.st = st
+	sh.transit.initList()
+	sh.c0 = floorDiv(st.now(), st.tick)
+	sh.addLevel()
+}
+
+// addLevel creates the overflow wheel above the current top level.
+func (sh *shard) addLevel() {
+	n := sh.st.wheelSize
+	tick := int64(1)
+	if k := len(sh.levels); k > 0 {
+		tick = sh.levels[k-1].span
+		if tick == math.MaxInt64 {
+			panic("timingwheel: internal error: no level above the top one")
+		}
+	}
+	span := int64(math.MaxInt64)
+	if tick <= math.MaxInt64/n {
+		span = tick * n
+	}
+	lv := &level{tick: tick, span: span, cur: sh.c0 - floorMod(sh.c0, tick)}
+	lv.buckets = make([]bucket, n)
+	for i := range lv.buckets {
+		b := &lv.buckets[i]
+		b.root.initList()
+		b.queued = notQueued
+		b.sh = sh
+		b.level = int32(len(sh.levels))
+	}
+	sh.levels = append(sh.levels, lv)
+}
+
+// advance moves the wheel time forward to tick to.
+func (sh *shard) advance(to int64) {
+	if to <= sh.c0 {
+		return
+	}
+	sh.c0 = to
+	for _, lv := range sh.levels {
+		lv.cur = to - floorMod(to, lv.tick)
+	}
+}
+
+// place links t, due at base tick d, into the lowest level whose window
+// holds d, or reports that t is due now and links it nowhere. nowTick is the
+// current time rounded down to the tick.
+//
+// A timer is due now only if both the wheel time and the clock have reached
+// d. If the wheel has passed d but the clock has not, the clock went
+// backwards; the timer then waits in the first bucket the wheel can still
+// expire, which is late, never early.
+func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
+	if d <= sh.c0 {
+		if d <= nowTick {
+			return true
+		}
+		d = sh.c0 + 1
+	}
+	for k := 0; ; k++ {
+		if k == len(sh.levels) {
+			sh.addLevel()
+		}
+		lv := sh.levels[k]
+		if d-lv.cur >= lv.span {
+			continue
+		}
+		vid := floorDiv(d, lv.tick)
+		b := &lv.buckets[floorMod(vid, sh.st.wheelSize)]
+		b.root.pushBack(t)
+		// A bucket's timers share one expiration, except right after the
+		// clock jumped: then a bucket can still hold timers of an earlier
+		// turn of its wheel, queued under their earlier expiration. The
+		// earlier expiration wins; expiring the bucket re-places every
+		// timer, so the later ones find their own bucket then.
+		if exp := vid * lv.tick; exp < b.queued {
+			b.queued = exp
+			head, err := sh.st.dq.Push(bucketRef{b, exp}, sh.st.tickTime(exp))
+			if err == nil && head {
+				sh.wakeDQ = true
+			}
+		}
+		return false
+	}
+}
+
+// unlock releases mu, then wakes the delay queue's poller if a push made a
+// new head: the wake is a channel send and never happens under the lock.
+func (sh *shard) unlock() {
+	wake := sh.wakeDQ
+	sh.wakeDQ = false
+	sh.mu.Unlock()
+	if wake {
+		sh.st.dq.Wake()
+	}
+}
+
+// schedule arms t to run at when (ns since the epoch): it links t, or reports
+// that it is due now, in which case it is marked fired and the caller must
+// submit it. Called with mu held; t must not be linked.
+func (sh *shard) schedule(t *Timer, when, now int64) (due bool) {
+	st := sh.st
+	t.when = when
+	if sh.place(t, ceilDiv(when, st.tick), floorDiv(now, st.tick)) {
+		t.state = stateFired
+		return true
+	}
+	t.state = statePending
+	sh.addPending(1)
+	return false
+}
+
+// addPending adjusts the count of pending timers.
+func (sh *shard) addPending(n int) {
+	sh.count += n
+	if sh.st.maxPending > 0 {
+		sh.st.pending.Add(int64(n))
+	}
+}
+
+// checkInvariants verifies the shard's structure. Tests switch it on with
+// debugChecks; it is far too slow for production.
+func (sh *shard) checkInvariants() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := sh.st
+	n := 0
+	checkList := func(root *Timer, where string) error {
+		prev := root
+		for t := root.next; t != root; t = t.next {
+			if t.prev != prev {
+				return fmt.Errorf("%s: broken prev link", where)
+			}
+			if t.state != statePending {
+				return fmt.Errorf("%s: linked timer in state %d", where, t.state)
+			}
+			if t.sh != sh {
+				return fmt.Errorf("%s: timer of another shard", where)
+			}
+			n++
+			prev = t
+		}
+		if root.prev != prev {
+			return fmt.Errorf("%s: broken tail link", where)
+		}
+		return nil
+	}
+	if err := checkList(&sh.transit, "transit"); err != nil {
+		return err
+	}
+	for k, lv := range sh.levels {
+		if want := sh.c0 - floorMod(sh.c0, lv.tick); lv.cur != want {
+			return fmt.Errorf("level %d: cur %d, want %d", k, lv.cur, want)
+		}
+		for i := range lv.buckets {
+			b := &lv.buckets[i]
+			where := fmt.Sprintf("level %d bucket %d", k, i)
+			if err := checkList(&b.root, where); err != nil {
+				return err
+			}
+			if b.root.empty() {
+				continue
+			}
+			if b.queued == notQueued {
+				return fmt.Errorf("%s: holds timers but is not queued", where)
+			}
+			for t := b.root.next; t != &b.root; t = t.next {
+				d := ceilDiv(t.when, st.tick)
+				// The bucket must expire no later than the start of
+				// the timer's own bucket at this level (or than the
+				// next tick, for a timer parked after the clock went
+				// backwards), so the timer is never late.
+				limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
+				if b.queued > limit {
+					return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where, b.queued, limit, d)
+				}
+			}
+		}
+	}
+	if n != sh.count {
+		return fmt.Errorf("count is %d, but %d timers are linked", sh.count, n)
+	}
+	return nil
+}
+
+// Integer helpers. Times are int64 nanoseconds since the SystemTimer's epoch
+// and may be negative if an injected clock is set before it.
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a > 0 {
+		q++
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// satAdd returns a+b, clamped to the int64 range.
+func satAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}
+
+// satMul returns a*b for b > 0, clamped to the int64 range.
+func satMul(a, b int64) int64 {
+	switch {
+	case a > math.MaxInt64/b:
+		return math.MaxInt64
+	case a < math.MinInt64/b:
+		return math.MinInt64
+	}
+	return a * b
+}
