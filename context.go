@@ -79,7 +79,7 @@ func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (contex
 		c.cancel(context.DeadlineExceeded, false)
 		return c, cancel
 	}
-	if err := st.startAt(&c.t, when, now); err != nil {
+	if err := st.arm(&c.t, when, now); err != nil {
 		c.cancel(context.Canceled, false)
 		return c, cancel
 	}

@@ -37,10 +37,19 @@
 // the driver moves the wheel time to its expiration, takes all its timers out
 // at once and adds each one again: a timer from a higher level cascades into
 // a lower one, and a timer of level 0 is due and goes to the executor pool.
+// A bucket of a higher level expires an eighth of its width early, and the
+// driver cascades its timers a chunk at a time between due buckets, so
+// cascading a bucket of a million timers holds up no callback.
 //
 // Timers are spread by address over a few shards, each a complete wheel
 // hierarchy with its own lock, so that goroutines on different cores rarely
-// contend; the shards share the delay queue and the driver.
+// contend; the shards share the delay queue and the driver. AfterFunc itself
+// takes no lock: it pushes the new timer on its shard's lock-free stack, and
+// the driver, or the AfterFunc call that finds the stack long, places the
+// stacked timers in their buckets. The driver publishes the time by which it
+// will next do so, and AfterFunc places a timer due before that itself; so
+// the stack never makes a timer late. Stopping a timer that is still on the
+// stack is a single compare-and-swap.
 //
 // # Deadlines are rounded up
 //
@@ -79,7 +88,8 @@
 // it returns false, the callback has been handed to the executor (it ran, is
 // running, or is about to run) or the timer was already stopped. This holds
 // while the driver is moving the timer between buckets or handing it to the
-// pool: every state change of a timer happens under its shard's lock.
+// pool: a timer leaves the stack by a compare-and-swap, and every other
+// change of its state happens under its shard's lock.
 // [Timer.Reset] behaves like [time.Timer.Reset].
 //
 // [SystemTimer.Stop] is idempotent. Once it returns, no callback starts and

@@ -55,9 +55,10 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	}
 	first := s.Next(st.clock.Now())
 	if first.IsZero() {
+		t.state.Store(stateIdle)
 		return t, nil
 	}
-	if err := st.startAt(t, int64(first.Sub(st.epoch)), st.now()); err != nil {
+	if err := st.arm(t, int64(first.Sub(st.epoch)), st.now()); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -81,7 +82,7 @@ func (p *periodic) rearm() {
 	sh := t.sh
 	st := sh.st
 	sh.mu.Lock()
-	if t.state != stateFired || sh.closed {
+	if t.state.Load() != stateFired || sh.closed {
 		sh.mu.Unlock()
 		return
 	}
@@ -94,7 +95,7 @@ func (p *periodic) rearm() {
 
 	sh.mu.Lock()
 	defer sh.unlock()
-	if !ok || t.state != stateFired || t.when != prev || sh.closed {
+	if !ok || t.state.Load() != stateFired || t.when != prev || sh.closed {
 		return // the series ended, or Stop or Reset got there first
 	}
 	if sh.schedule(t, int64(next.Sub(st.epoch)), now) {

@@ -45,7 +45,19 @@ type SystemTimer struct {
 	maxPending int64
 	pending    atomic.Int64 // pending timers, kept only with WithMaxPending
 
-	closed     atomic.Bool
+	// lazyOK allows AfterFunc's written-out fast path: the clock is the
+	// real one and there is no WithMaxPending bound to count against.
+	lazyOK bool
+
+	_ [64]byte // wakeAt and closed are read on every AfterFunc: keep them apart
+	// wakeAt bounds when the driver next drains the shards' incoming
+	// stacks, in ns since the epoch: it is the time of the delay queue's
+	// head, or later. AfterFunc may leave a timer due at or after wakeAt
+	// on an incoming stack instead of placing it; see startLazy.
+	wakeAt atomic.Int64
+	closed atomic.Bool
+	_      [64]byte
+
 	stopped    chan struct{} // closed when the first Stop has finished
 	driverDone chan struct{} // closed when the driver goroutine exits
 	manual     bool
@@ -53,12 +65,14 @@ type SystemTimer struct {
 	batch []*Timer // the driver's scratch space for due timers
 }
 
-// Timer states; guarded by the shard's mutex.
+// Timer states. A timer leaves stateQueued by a CAS, with or without the
+// shard's lock; every other change happens under the lock.
 const (
-	stateIdle    uint8 = iota // never armed
-	statePending              // linked in a bucket or in transit
-	stateFired                // handed to the executor
-	stateStopped              // stopped before it fired, or periodic and stopped
+	stateQueued  uint32 = iota // on its shard's incoming stack, not placed yet
+	statePending               // linked in a bucket, or in transit or cascade
+	stateFired                 // handed to the executor
+	stateStopped               // stopped before it fired, or periodic and stopped
+	stateIdle                  // never armed
 )
 
 // Timer kinds; immutable.
@@ -71,14 +85,17 @@ const (
 // A Timer is a function scheduled by a SystemTimer. Its methods are safe for
 // concurrent use.
 type Timer struct {
-	// next and prev link the timer into a bucket or a shard's transit
-	// list; guarded by sh.mu.
+	// next and prev link the timer into a bucket or a shard's transit or
+	// cascade list; guarded by sh.mu. While the timer is queued, next links the
+	// incoming stack; it is written before the push and read by the
+	// drainer after the pop.
 	next, prev *Timer
 	f          func() // set before the timer is armed, then immutable
 	sh         *shard // immutable
-	when       int64  // deadline, ns since the epoch; guarded by sh.mu
-	state      uint8  // guarded by sh.mu
+	when       int64  // deadline, ns since the epoch; guarded by sh.mu once placed
+	state      atomic.Uint32
 	kind       uint8  // immutable
+	depth      uint16 // height of the incoming stack with this timer on top; set before the push
 }
 
 // New returns a running SystemTimer, or an error naming the first invalid
@@ -98,8 +115,10 @@ func New(opts ...Option) (*SystemTimer, error) {
 		driverDone: make(chan struct{}),
 		manual:     c.manual,
 	}
+	st.lazyOK = st.realClock && st.maxPending == 0
 	st.epoch = st.clock.Now()
 	st.dq = delayqueue.New[bucketRef](st.clock)
+	st.wakeAt.Store(math.MaxInt64)
 
 	nshards := 1 << bits.Len(uint(runtime.GOMAXPROCS(0)-1))
 	nshards = min(nshards, 64)
@@ -164,6 +183,19 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 		return nil, errNilFunc
 	}
 	t := &Timer{f: f}
+	t.sh = st.shardOf(t)
+	if d > 0 && st.lazyOK {
+		// The common case, written out: read the clock, push t.
+		when := satAdd(int64(time.Since(st.epoch)), int64(d))
+		if when >= st.wakeAt.Load() && !st.closed.Load() {
+			t.when = when // t.state is stateQueued, the zero value
+			t.sh.push(t)
+			if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
+				return t, nil
+			}
+			return t, st.pushedSlow(t)
+		}
+	}
 	if err := st.start(t, d); err != nil {
 		return nil, err
 	}
@@ -172,16 +204,72 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 
 // start arms a new timer to run after d.
 func (st *SystemTimer) start(t *Timer, d time.Duration) error {
-	t.sh = st.shardOf(t)
 	if d <= 0 {
 		return st.fireNew(t)
 	}
 	now := st.now()
-	return st.startAt(t, satAdd(now, int64(d)), now)
+	return st.arm(t, satAdd(now, int64(d)), now)
 }
 
-// startAt arms a new timer to run at when (ns since the epoch).
-func (st *SystemTimer) startAt(t *Timer, when, now int64) error {
+// arm arms a new timer to run at when (ns since the epoch).
+func (st *SystemTimer) arm(t *Timer, when, now int64) error {
+	if when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
+		return st.startLocked(t, when, now)
+	}
+	t.when = when // t.state is stateQueued, the zero value
+	return st.pushed(t)
+}
+
+// pushed pushes t, whose when is set, on its shard's incoming stack, and
+// settles what the push leaves to its caller.
+func (st *SystemTimer) pushed(t *Timer) error {
+	t.sh.push(t)
+	return st.pushedSlow(t)
+}
+
+// pushedSlow settles what a push leaves to its caller: draining a full
+// stack, or one that wakeAt fell under, and taking t back after a Stop.
+func (st *SystemTimer) pushedSlow(t *Timer) error {
+	if t.depth >= drainDepth || t.when < st.wakeAt.Load() {
+		st.drainShard(t.sh, st.now())
+	}
+	if st.closed.Load() {
+		// Stop may have drained the stack before the push. Either it took
+		// t, and t is among the timers it returns, or t is ours to take
+		// back.
+		if t.state.CompareAndSwap(stateQueued, stateStopped) {
+			return ErrStopped
+		}
+	}
+	return nil
+}
+
+// drainDepth is how many timers an incoming stack holds before the pusher
+// drains it itself: it bounds the memory that stopped timers keep there.
+const drainDepth = 1024
+
+// push arms t without taking a lock: it pushes t on its shard's incoming
+// stack, to be placed in a bucket later by whoever drains the stack. That is
+// safe for a timer due at or after wakeAt, because the driver drains every
+// stack before it sleeps past wakeAt; the driver publishes wakeAt before it
+// drains, and the pusher reads it after pushing, so one of them sees the
+// other. Stopping a timer still on the stack is one CAS. A timer is pushed
+// at most once, so the stack has no ABA problem. Small enough to inline.
+func (sh *shard) push(t *Timer) {
+	for {
+		h := sh.incoming.Load()
+		t.next, t.depth = h, 1
+		if h != nil {
+			t.depth = h.depth + 1 // wraps after 65535: it only triggers drains
+		}
+		if sh.incoming.CompareAndSwap(h, t) {
+			return
+		}
+	}
+}
+
+// startLocked arms a new timer under its shard's lock.
+func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	if st.closed.Load() {
 		return ErrStopped
 	}
@@ -207,6 +295,13 @@ func (st *SystemTimer) startAt(t *Timer, when, now int64) error {
 	return nil
 }
 
+// drainShard places the timers of sh's incoming stack.
+func (st *SystemTimer) drainShard(sh *shard, now int64) {
+	sh.mu.Lock()
+	sh.drain(now)
+	sh.unlock()
+}
+
 // fireNew hands a new timer to the executor at once.
 func (st *SystemTimer) fireNew(t *Timer) error {
 	sh := t.sh
@@ -215,7 +310,7 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 	if sh.closed {
 		return ErrStopped
 	}
-	t.state = stateFired
+	t.state.Store(stateFired)
 	st.pool.Submit(t) // accepted: the pool closes only after every shard
 	return nil
 }
@@ -224,11 +319,13 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 // the executor nor stopped.
 func (st *SystemTimer) Len() int {
 	n := 0
+	now := st.now()
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.mu.Lock()
+		sh.drain(now) // queued timers are pending too
 		n += sh.count
-		sh.mu.Unlock()
+		sh.unlock()
 	}
 	return n
 }
@@ -258,15 +355,23 @@ func (st *SystemTimer) Stop() []*Timer {
 		sh := &st.shards[i]
 		sh.mu.Lock()
 		sh.closed = true
-		collect := func(root *Timer) {
-			for !root.empty() {
-				t := root.next
-				t.unlink()
-				t.state = stateStopped
+		for t := sh.incoming.Swap(nil); t != nil; t = t.next {
+			if t.state.CompareAndSwap(stateQueued, stateStopped) {
 				left = append(left, t)
 			}
 		}
+		collect := func(root *Timer) {
+			for t := root.next; t != root; {
+				next := t.next
+				t.next, t.prev = nil, nil
+				t.state.Store(stateStopped)
+				left = append(left, t)
+				t = next
+			}
+			root.initList()
+		}
 		collect(&sh.transit)
+		collect(&sh.cascade)
 		for _, lv := range sh.levels {
 			for j := range lv.buckets {
 				collect(&lv.buckets[j].root)
@@ -276,15 +381,11 @@ func (st *SystemTimer) Stop() []*Timer {
 		sh.mu.Unlock()
 	}
 	for _, t := range st.pool.Close() {
-		sh := t.sh
-		sh.mu.Lock()
 		// A timer reset while it sat in the executor is pending again
 		// and was collected above; one stopped meanwhile is not ours.
-		if t.state == stateFired {
-			t.state = stateStopped
+		if t.state.CompareAndSwap(stateFired, stateStopped) {
 			left = append(left, t)
 		}
-		sh.mu.Unlock()
 	}
 	close(st.stopped)
 
@@ -301,98 +402,6 @@ func (st *SystemTimer) Stop() []*Timer {
 	return kept
 }
 
-// drive is the driver goroutine: it sleeps until the earliest bucket is due,
-// expires it, and repeats until the delay queue is closed.
-func (st *SystemTimer) drive() {
-	defer close(st.driverDone)
-	for {
-		ref, _, ok := st.dq.Poll()
-		if !ok {
-			return
-		}
-		st.expire(ref)
-		if debugChecks {
-			st.checkInvariants()
-		}
-	}
-}
-
-// checkInvariants panics if a shard's invariants do not hold.
-func (st *SystemTimer) checkInvariants() {
-	for i := range st.shards {
-		if err := st.shards[i].checkInvariants(); err != nil {
-			panic("timingwheel: invariant violated: " + err.Error())
-		}
-	}
-}
-
-// step expires everything due by the clock and runs the callbacks it made
-// due, on the calling goroutine, until nothing is left. It is the driver
-// and the workers of a SystemTimer made with withManual.
-func (st *SystemTimer) step() {
-	for {
-		ref, _, ok := st.dq.TryPoll()
-		if !ok {
-			st.pool.RunQueued()
-			if ref, _, ok = st.dq.TryPoll(); !ok {
-				if debugChecks {
-					st.checkInvariants()
-				}
-				return
-			}
-		}
-		st.expire(ref)
-	}
-}
-
-// expire advances a shard's wheels to a due bucket's expiration and
-// re-places the bucket's timers: each lands in a lower level, or is due and
-// goes to the executor. The bucket is detached whole under the lock; its
-// timers are then re-placed a chunk per lock hold, so AfterFunc and Stop are
-// never held up for long by a large bucket.
-func (st *SystemTimer) expire(ref bucketRef) {
-	b := ref.b
-	sh := b.sh
-	sh.mu.Lock()
-	if b.queued != ref.exp {
-		sh.mu.Unlock() // stale: the bucket was queued again under an earlier time
-		return
-	}
-	b.queued = notQueued
-	sh.advance(ref.exp)
-	b.root.moveAllTo(&sh.transit)
-	sh.mu.Unlock()
-	st.replace(sh)
-}
-
-// replaceChunk is how many timers expire re-places per lock hold.
-const replaceChunk = 256
-
-func (st *SystemTimer) replace(sh *shard) {
-	batch := st.batch[:0]
-	for more := true; more; {
-		nowTick := floorDiv(st.now(), st.tick)
-		sh.mu.Lock()
-		for i := 0; i < replaceChunk && !sh.transit.empty(); i++ {
-			t := sh.transit.next
-			t.unlink()
-			if sh.place(t, ceilDiv(t.when, st.tick), nowTick) {
-				t.state = stateFired
-				sh.addPending(-1)
-				batch = append(batch, t)
-			}
-		}
-		more = !sh.transit.empty()
-		sh.unlock()
-		if len(batch) > 0 {
-			st.pool.Submit(batch...)
-			clear(batch)
-			batch = batch[:0]
-		}
-	}
-	st.batch = batch
-}
-
 // Stop prevents the timer's function from running. It returns true if this
 // call did so; false if the function has already been handed to the executor
 // (it ran, is running, or is about to run) or the timer was already stopped.
@@ -403,20 +412,38 @@ func (t *Timer) Stop() bool {
 	if sh == nil {
 		return false
 	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	switch t.state {
-	case statePending:
-		t.unlink()
-		t.state = stateStopped
-		sh.addPending(-1)
-		return true
-	case stateFired:
-		if t.kind == kindPeriodic {
-			t.state = stateStopped // keeps rearm from scheduling the next run
+	for {
+		switch t.state.Load() {
+		case stateQueued:
+			if t.state.CompareAndSwap(stateQueued, stateStopped) {
+				return true
+			}
+		case statePending:
+			sh.mu.Lock()
+			if t.state.Load() == statePending {
+				t.unlink()
+				t.state.Store(stateStopped)
+				sh.addPending(-1)
+				sh.mu.Unlock()
+				return true
+			}
+			sh.mu.Unlock()
+		case stateFired:
+			if t.kind != kindPeriodic {
+				return false
+			}
+			// End the series. Under the lock: rearm checks the state
+			// and schedules the next run under it.
+			sh.mu.Lock()
+			ended := t.state.CompareAndSwap(stateFired, stateStopped)
+			sh.mu.Unlock()
+			if ended {
+				return false
+			}
+		default:
+			return false
 		}
 	}
-	return false
 }
 
 // Reset re-arms the timer to run its function once d has elapsed, like
@@ -437,13 +464,14 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if sh.closed {
 		return false
 	}
-	was := t.state == statePending
+	sh.drain(now) // a queued timer becomes pending
+	was := t.state.Load() == statePending
 	if was {
 		t.unlink()
 		sh.addPending(-1)
 	}
 	if d <= 0 || sh.schedule(t, satAdd(now, int64(d)), now) {
-		t.state = stateFired
+		t.state.Store(stateFired)
 		st.pool.Submit(t)
 	}
 	return was

@@ -16,6 +16,7 @@ const notQueued = math.MaxInt64
 type bucket struct {
 	root   Timer  // sentinel: root.next is the first timer, root.prev the last
 	queued int64  // expiration in the delay queue, in ticks; notQueued if none
+	minD   int64  // no timer in the bucket is due before this tick
 	sh     *shard // owner; immutable
 	level  int32  // index of the level holding the bucket; immutable
 }

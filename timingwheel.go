@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // A level is one wheel of the hierarchy. Level k has wheelSize buckets, each
@@ -15,6 +16,7 @@ import (
 type level struct {
 	tick    int64 // bucket width in base ticks
 	span    int64 // tick*wheelSize, or math.MaxInt64 once that overflows
+	lead    int64 // how early a bucket of this level expires; see place
 	cur     int64 // the shard's wheel time rounded down to tick
 	buckets []bucket
 }
@@ -23,8 +25,13 @@ type level struct {
 // spread over shards by address so that goroutines on different cores rarely
 // meet on one lock; all shards share the delay queue and the driver.
 type shard struct {
+	// incoming is a lock-free stack of timers armed by AfterFunc and not
+	// placed yet; see SystemTimer.startLazy. It is drained under mu.
+	incoming atomic.Pointer[Timer]
+
 	// mu guards every field below, the buckets of every level, and the
-	// link, when and state fields of every timer the shard holds.
+	// link and when fields of every placed timer of the shard, and the
+	// changes of their states.
 	mu sync.Mutex
 
 	// c0 is the wheel time, in base ticks: the latest expiration the
@@ -32,10 +39,17 @@ type shard struct {
 	// tick D <= c0 whose deadline has passed is due now.
 	c0      int64
 	levels  []*level
-	transit Timer // sentinel of timers taken out of expired buckets, not yet re-placed
-	count   int   // pending timers: linked in a bucket or in transit
+	transit Timer // sentinel of timers of an expired level-0 bucket, not yet re-placed
+	cascade Timer // sentinel of timers of expired upper-level buckets, not yet re-placed
+	count   int   // pending timers: linked in a bucket, transit or cascade
 	closed  bool  // the SystemTimer has stopped
 	wakeDQ  bool  // a push made a new delay queue head; wake the poller after unlocking
+
+	// cascadeDue is the earliest tick at which a timer of the cascade list
+	// may be due, or math.MaxInt64 when the list is empty. Only the
+	// driver reads and writes it (it may stay low after Stop empties the
+	// list: that only makes the driver look sooner).
+	cascadeDue int64
 
 	st *SystemTimer // immutable
 
@@ -45,6 +59,8 @@ type shard struct {
 func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
 	sh.transit.initList()
+	sh.cascade.initList()
+	sh.cascadeDue = math.MaxInt64
 	sh.c0 = floorDiv(st.now(), st.tick)
 	sh.addLevel()
 }
@@ -64,11 +80,17 @@ func (sh *shard) addLevel() {
 		span = tick * n
 	}
 	lv := &level{tick: tick, span: span, cur: sh.c0 - floorMod(sh.c0, tick)}
+	if k := len(sh.levels); k > 0 {
+		// An eighth of the bucket width, in whole buckets of the level
+		// below; see place.
+		lv.lead = n / 8 * sh.levels[k-1].tick
+	}
 	lv.buckets = make([]bucket, n)
 	for i := range lv.buckets {
 		b := &lv.buckets[i]
 		b.root.initList()
 		b.queued = notQueued
+		b.minD = math.MaxInt64
 		b.sh = sh
 		b.level = int32(len(sh.levels))
 	}
@@ -112,16 +134,29 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		vid := floorDiv(d, lv.tick)
 		b := &lv.buckets[floorMod(vid, sh.st.wheelSize)]
 		b.root.pushBack(t)
+		b.minD = min(b.minD, d)
+		// A bucket of level 0 expires at its tick, when its timers are
+		// due. A bucket of a higher level expires lead ticks before its
+		// start, if that is still ahead of the wheel time: the driver then
+		// re-places its timers, a chunk at a time between due buckets,
+		// while they are not due yet; the few that do not fit the level
+		// below yet come back to this bucket, which expires again at its
+		// start. So cascading a large bucket delays nothing.
+		exp := vid * lv.tick
+		if lv.lead > 0 && exp-lv.lead > sh.c0 {
+			exp -= lv.lead
+		}
 		// A bucket's timers share one expiration, except right after the
 		// clock jumped: then a bucket can still hold timers of an earlier
 		// turn of its wheel, queued under their earlier expiration. The
 		// earlier expiration wins; expiring the bucket re-places every
 		// timer, so the later ones find their own bucket then.
-		if exp := vid * lv.tick; exp < b.queued {
+		if exp < b.queued {
 			b.queued = exp
 			head, err := sh.st.dq.Push(bucketRef{b, exp}, sh.st.tickTime(exp))
 			if err == nil && head {
 				sh.wakeDQ = true
+				sh.st.lowerWake(satMul(exp, sh.st.tick))
 			}
 		}
 		return false
@@ -146,12 +181,40 @@ func (sh *shard) schedule(t *Timer, when, now int64) (due bool) {
 	st := sh.st
 	t.when = when
 	if sh.place(t, ceilDiv(when, st.tick), floorDiv(now, st.tick)) {
-		t.state = stateFired
+		t.state.Store(stateFired)
 		return true
 	}
-	t.state = statePending
+	t.state.Store(statePending)
 	sh.addPending(1)
 	return false
+}
+
+// drain places every timer of the incoming stack that is still queued, and
+// submits those that are due. Called with mu held.
+func (sh *shard) drain(now int64) {
+	if sh.closed {
+		return // Stop took the stack; a later push is taken back by its pusher
+	}
+	t := sh.incoming.Swap(nil)
+	if t == nil {
+		return
+	}
+	st := sh.st
+	nowTick := floorDiv(now, st.tick)
+	for t != nil {
+		next := t.next
+		// A stopped timer is left as it is: it is garbage, with the rest
+		// of the stack below it.
+		if t.state.Load() == stateQueued && t.state.CompareAndSwap(stateQueued, statePending) {
+			if sh.place(t, ceilDiv(t.when, st.tick), nowTick) {
+				t.state.Store(stateFired)
+				st.pool.Submit(t)
+			} else {
+				sh.addPending(1)
+			}
+		}
+		t = next
+	}
 }
 
 // addPending adjusts the count of pending timers.
@@ -175,8 +238,8 @@ func (sh *shard) checkInvariants() error {
 			if t.prev != prev {
 				return fmt.Errorf("%s: broken prev link", where)
 			}
-			if t.state != statePending {
-				return fmt.Errorf("%s: linked timer in state %d", where, t.state)
+			if s := t.state.Load(); s != statePending {
+				return fmt.Errorf("%s: linked timer in state %d", where, s)
 			}
 			if t.sh != sh {
 				return fmt.Errorf("%s: timer of another shard", where)
@@ -190,6 +253,9 @@ func (sh *shard) checkInvariants() error {
 		return nil
 	}
 	if err := checkList(&sh.transit, "transit"); err != nil {
+		return err
+	}
+	if err := checkList(&sh.cascade, "cascade"); err != nil {
 		return err
 	}
 	for k, lv := range sh.levels {
@@ -217,6 +283,9 @@ func (sh *shard) checkInvariants() error {
 				limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
 				if b.queued > limit {
 					return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where, b.queued, limit, d)
+				}
+				if b.minD > max(d, sh.c0+1) {
+					return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where, b.minD, d)
 				}
 			}
 		}

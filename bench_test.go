@@ -1,0 +1,107 @@
+package timingwheel_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+)
+
+// The pending sizes of BenchmarkAfterFuncStop. The largest takes a few
+// seconds and about a gigabyte to set up per implementation.
+var pendingSizes = []int{1_000, 100_000, 1_000_000, 10_000_000}
+
+func noop() {}
+
+// BenchmarkAfterFuncStop times an AfterFunc(30s) + Stop pair with n timers
+// pending 1–2 minutes out (the churn workload of BENCHMARKS.md), for this
+// package and, in the same run, for time.AfterFunc.
+func BenchmarkAfterFuncStop(b *testing.B) {
+	for _, n := range pendingSizes {
+		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
+			st, err := timingwheel.New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Stop()
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range n {
+				if _, err := st.AfterFunc(churnDelay(rng), noop); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				t, _ := st.AfterFunc(30*time.Second, noop)
+				t.Stop()
+			}
+		})
+		b.Run(fmt.Sprintf("impl=runtime/pending=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			pending := make([]*time.Timer, n)
+			for i := range pending {
+				pending[i] = time.AfterFunc(churnDelay(rng), noop)
+			}
+			defer func() {
+				for _, t := range pending {
+					t.Stop()
+				}
+			}()
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				t := time.AfterFunc(30*time.Second, noop)
+				t.Stop()
+			}
+		})
+	}
+}
+
+func churnDelay(rng *rand.Rand) time.Duration {
+	return time.Minute + time.Duration(rng.Int64N(int64(time.Minute)))
+}
+
+// TestAllocs pins the hot paths: Stop allocates nothing, AfterFunc only the
+// Timer.
+func TestAllocs(t *testing.T) {
+	st, err := timingwheel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Stop()
+	const runs = 1000
+	timers := make([]*timingwheel.Timer, 0, runs+1)
+	for range runs + 1 {
+		tm, err := st.AfterFunc(time.Hour, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		timers = append(timers, tm)
+	}
+	i := 0
+	if a := testing.AllocsPerRun(runs, func() {
+		timers[i].Stop()
+		i++
+	}); a != 0 {
+		t.Errorf("Timer.Stop allocates %v times per call, want 0", a)
+	}
+	if a := testing.AllocsPerRun(runs, func() {
+		if _, err := st.AfterFunc(time.Hour, noop); err != nil {
+			t.Fatal(err)
+		}
+	}); a > 1 {
+		t.Errorf("AfterFunc allocates %v times per call, want at most 1", a)
+	}
+	if a := testing.AllocsPerRun(runs, func() {
+		tm, _ := st.AfterFunc(30*time.Second, noop)
+		tm.Stop()
+	}); a > 1 {
+		t.Errorf("AfterFunc+Stop allocates %v times per pair, want at most 1", a)
+	}
+}

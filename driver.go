@@ -1,0 +1,215 @@
+package timingwheel
+
+import "math"
+
+// The driver. One goroutine owns the advance of time (in tests of the
+// manual harness, step plays its part). It has two kinds of work:
+//
+//   - A due level-0 bucket: its timers are due now. Its list goes to the
+//     shard's transit list, and every timer is re-placed at once: each is
+//     due, and goes to the executor, unless the clock went backwards.
+//   - A due bucket of a higher level: such a bucket expires an eighth of
+//     its width early (see shard.place), so its timers are not due yet.
+//     Its list goes to the shard's cascade list, which the driver re-places
+//     a chunk at a time whenever no bucket is due.
+//
+// Before any bucket expiring at tick e is handled, every cascade list that
+// may hold a timer due by e is re-placed, so the wheel time never passes a
+// timer that is not placed yet, and timers fire in deadline order, tick by
+// tick, even when the driver falls behind. The driver never sleeps
+// while a cascade list holds timers.
+
+// drive is the driver goroutine. It runs until the delay queue is closed.
+func (st *SystemTimer) drive() {
+	defer close(st.driverDone)
+	for {
+		for st.turn() {
+		}
+		// turn just settled: wakeAt is published and the incoming
+		// stacks are drained, so it is safe to sleep until the head.
+		ref, _, ok := st.dq.Poll()
+		if !ok {
+			return
+		}
+		st.handle(ref)
+	}
+}
+
+// step expires everything due by the clock and runs the callbacks it made
+// due, on the calling goroutine, until nothing is left. It is the driver
+// and the workers of a SystemTimer made with withManual.
+func (st *SystemTimer) step() {
+	for {
+		for st.turn() {
+		}
+		st.pool.RunQueued()
+		if !st.turn() {
+			if debugChecks {
+				st.checkInvariants()
+			}
+			return
+		}
+	}
+}
+
+// turn does one piece of the driver's work without blocking: it handles
+// one due bucket, or re-places one chunk of a cascade list. It reports
+// whether there was anything to do.
+func (st *SystemTimer) turn() bool {
+	st.settle()
+	if ref, _, ok := st.dq.TryPoll(); ok {
+		st.handle(ref)
+		return true
+	}
+	return st.cascadeChunk(math.MaxInt64)
+}
+
+// handle expires a bucket the delay queue gave up, unless cascade lists
+// may hold timers due by its expiration: then one chunk of those is
+// re-placed and the bucket goes back to the queue, behind any bucket that
+// chunk made. Expiring a bucket moves its shard's wheel time forward, and a
+// cascade timer the wheel time has passed would be due the moment it is
+// placed, out of deadline order.
+func (st *SystemTimer) handle(ref bucketRef) {
+	if st.cascadeChunk(ref.exp) {
+		if _, err := st.dq.Push(ref, st.tickTime(ref.exp)); err != nil {
+			return // closed: Stop collects the bucket's timers
+		}
+		return
+	}
+	st.expire(ref)
+	if debugChecks {
+		st.checkInvariants()
+	}
+}
+
+// expire advances a shard's wheels to a due bucket's expiration and takes
+// all the bucket's timers out at once, under the lock: a level-0 bucket's
+// into the transit list, which is then re-placed in full, a chunk per lock
+// hold so that AfterFunc and Stop are never held up for long; a higher
+// bucket's into the cascade list.
+func (st *SystemTimer) expire(ref bucketRef) {
+	b := ref.b
+	sh := b.sh
+	sh.mu.Lock()
+	if b.queued != ref.exp {
+		sh.mu.Unlock() // stale: the bucket was queued again under an earlier time
+		return
+	}
+	b.queued = notQueued
+	sh.advance(ref.exp)
+	if b.level > 0 {
+		sh.cascadeDue = min(sh.cascadeDue, b.minD)
+		b.minD = math.MaxInt64
+		b.root.moveAllTo(&sh.cascade)
+		sh.mu.Unlock()
+		return
+	}
+	b.minD = math.MaxInt64
+	b.root.moveAllTo(&sh.transit)
+	sh.mu.Unlock()
+	st.replace(sh, &sh.transit, true)
+}
+
+// cascadeChunk re-places one chunk of the cascade list of the shard whose
+// list is due first, if that is due by tick limit. It reports whether it
+// did anything.
+func (st *SystemTimer) cascadeChunk(limit int64) bool {
+	var first *shard
+	for i := range st.shards {
+		sh := &st.shards[i]
+		if sh.cascadeDue == math.MaxInt64 || sh.cascadeDue > limit {
+			continue // empty, or nothing due by limit
+		}
+		if first == nil || sh.cascadeDue < first.cascadeDue {
+			first = sh
+		}
+	}
+	if first == nil {
+		return false
+	}
+	st.replace(first, &first.cascade, false)
+	return true
+}
+
+// replaceChunk is how many timers are re-placed per lock hold.
+const replaceChunk = 256
+
+// replace re-places the timers of list, sh's transit or cascade list: all of
+// them, a chunk per lock hold, or one chunk. Due timers go to the executor.
+//
+// A chunk is detached by walking its next links and joining the list's
+// root to what follows: the walk writes only to the timers it handles, never
+// to their neighbours, which matters when the list is a million timers
+// scattered over the heap.
+func (st *SystemTimer) replace(sh *shard, list *Timer, all bool) {
+	batch := st.batch[:0]
+	for {
+		nowTick := floorDiv(st.now(), st.tick)
+		sh.mu.Lock()
+		t := list.next
+		for i := 0; i < replaceChunk && t != list; i++ {
+			next := t.next
+			if sh.place(t, ceilDiv(t.when, st.tick), nowTick) {
+				// Due, the common case for a level-0 bucket; place
+				// linked it nowhere.
+				t.next, t.prev = nil, nil
+				t.state.Store(stateFired)
+				sh.addPending(-1)
+				batch = append(batch, t)
+			}
+			t = next
+		}
+		list.next, t.prev = t, list
+		done := list.empty()
+		if done && list == &sh.cascade {
+			sh.cascadeDue = math.MaxInt64
+		}
+		sh.unlock()
+		if len(batch) > 0 {
+			st.pool.Submit(batch...)
+			clear(batch)
+			batch = batch[:0]
+		}
+		if done || !all {
+			break
+		}
+	}
+	st.batch = batch
+}
+
+// settle publishes wakeAt, then drains every shard's incoming stack. The
+// driver calls it before each piece of work and so before each sleep.
+func (st *SystemTimer) settle() {
+	w := int64(math.MaxInt64)
+	if at, ok := st.dq.Peek(); ok {
+		w = int64(at.Sub(st.epoch))
+	}
+	st.wakeAt.Store(w)
+	now := st.now()
+	for i := range st.shards {
+		if sh := &st.shards[i]; sh.incoming.Load() != nil {
+			st.drainShard(sh, now)
+		}
+	}
+}
+
+// lowerWake lowers wakeAt to w: a bucket due at w became the delay queue's
+// head, so the driver will drain by then.
+func (st *SystemTimer) lowerWake(w int64) {
+	for {
+		cur := st.wakeAt.Load()
+		if w >= cur || st.wakeAt.CompareAndSwap(cur, w) {
+			return
+		}
+	}
+}
+
+// checkInvariants panics if a shard's invariants do not hold.
+func (st *SystemTimer) checkInvariants() {
+	for i := range st.shards {
+		if err := st.shards[i].checkInvariants(); err != nil {
+			panic("timingwheel: invariant violated: " + err.Error())
+		}
+	}
+}
