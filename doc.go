@@ -37,7 +37,7 @@
 // the driver moves the wheel time to its expiration, takes all its timers out
 // at once and adds each one again: a timer from a higher level cascades into
 // a lower one, and a timer of level 0 is due and goes to the executor pool.
-// A bucket of a higher level expires an eighth of its width early, and the
+// A bucket of a higher level expires a quarter of its width early, and the
 // driver cascades its timers a chunk at a time between due buckets, so
 // cascading a bucket of a million timers holds up no callback.
 //

@@ -8,7 +8,7 @@ import "math"
 //   - A due level-0 bucket: its timers are due now. Its list goes to the
 //     shard's transit list, and every timer is re-placed at once: each is
 //     due, and goes to the executor, unless the clock went backwards.
-//   - A due bucket of a higher level: such a bucket expires an eighth of
+//   - A due bucket of a higher level: such a bucket expires a quarter of
 //     its width early (see shard.place), so its timers are not due yet.
 //     Its list goes to the shard's cascade list, which the driver re-places
 //     a chunk at a time whenever no bucket is due.
@@ -23,7 +23,9 @@ import "math"
 func (st *SystemTimer) drive() {
 	defer close(st.driverDone)
 	for {
-		for st.turn() {
+		// Stop closes the delay queue; stop working through a backlog
+		// as soon as it has.
+		for !st.closed.Load() && st.turn() {
 		}
 		// turn just settled: wakeAt is published and the incoming
 		// stacks are drained, so it is safe to sleep until the head.

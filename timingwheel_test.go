@@ -471,18 +471,19 @@ func TestScheduleFuncNoDrift(t *testing.T) {
 		const period = 7*time.Millisecond + 300*time.Microsecond
 		const runs = 500
 		at := make(chan time.Duration, runs+1)
-		var tm *Timer
+		var self atomic.Pointer[Timer] // the first run comes after the Store
 		var n int
 		tm, err := st.ScheduleFunc(Every(period), func() {
 			// Simulated work that takes time does not shift the series.
 			time.Sleep(period / 2)
 			n++
 			if n == runs {
-				tm.Stop()
+				self.Load().Stop()
 			}
 			at <- time.Since(start)
 		})
 		require.NoError(t, err)
+		self.Store(tm)
 		for k := 1; k <= runs; k++ {
 			got := <-at - period/2
 			want := time.Duration(k) * period

@@ -1,14 +1,17 @@
 // Package executor runs callbacks on a bounded set of worker goroutines.
 //
 // Policy. Submit never blocks: items go on an unbounded FIFO queue and idle
-// workers are woken. A fixed number of workers wait for work. When work is
-// queued and every worker is busy (running callbacks that take long, or block
-// for ever), a helper goroutine is started; it waits a stall delay and, if the
-// work is still queued by then, runs queued work until the queue is empty and
-// then exits. So a blocked callback holds up other callbacks by at most the
-// stall delay, at the price of one extra goroutine per stalled period, and in
-// the common case of short callbacks (workers keep up) no helper ever runs
-// work and items run in the order they were submitted.
+// workers are woken. A fixed number of workers wait for work; a worker takes
+// up to batchMax items at a time, so the queue's lock is taken once per
+// batch and not once per item (at a million items a second, a lock per item
+// makes the lock a convoy), but the items it has not started stay where a
+// helper or Close can take them. When work waits behind busy workers, a
+// helper goroutine is started; after a stall delay it runs whatever is
+// still waiting, in the queue or in a worker's batch, and exits when there
+// is none. So a callback that blocks, or takes seconds, holds up other
+// callbacks by about the stall delay, at the price of one extra goroutine
+// while it does; with short callbacks the workers keep up, no helper runs
+// anything, and items start in the order they were submitted.
 //
 // Close hands back every item that has not started, waits for every goroutine
 // of the pool to exit, and may be called from inside a callback: it then waits
@@ -17,8 +20,10 @@ package executor
 
 import (
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-timingwheel/timingwheel/internal/goid"
@@ -50,15 +55,49 @@ type Pool[T any] struct {
 	live       int  // goroutines started and not exited
 	helperWait bool // a helper is waiting out its stall delay
 	closed     bool
-	byGoid     map[int64]*worker
-	stop       chan struct{} // closed by Close to release waiting helpers
+	workers    map[int64]*worker[T] // by goroutine id
+	stop       chan struct{}        // closed by Close to release waiting helpers
 }
 
-// A worker takes one item at a time, so that an item not started is always
-// on the queue, where a helper or Close can find it: an item held back by a
-// worker stuck in an earlier callback would be held up without bound.
-type worker struct {
+// yieldEvery is how many items a worker runs between yields of its P.
+const yieldEvery = 32
+
+// batchMax is the most items a worker takes from the queue at once.
+const batchMax = 16
+
+// A worker runs the items of its batch, which it took from the queue at
+// once. It claims each item by incrementing next; a thief (a helper, or
+// Close) claims every item not started yet with one compare-and-swap,
+// holding mu. So no item waits behind a callback that never returns.
+type worker[T any] struct {
 	goid int64
+	// batch and end are written by the worker with mu held, and read by
+	// the worker without it, or by a thief with it.
+	batch []T
+	end   int
+	next  atomic.Int64 // index of the first item not claimed
+}
+
+// claim takes the next item of the batch, if any is left.
+func (w *worker[T]) claim() (v T, ok bool) {
+	if i := w.next.Add(1) - 1; i < int64(w.end) {
+		return w.batch[i], true
+	}
+	return v, false
+}
+
+// steal appends to dst the items of the batch not claimed yet, claiming
+// them all. Called with the pool's mu held.
+func (w *worker[T]) steal(dst []T) []T {
+	for {
+		cur := w.next.Load()
+		if cur >= int64(w.end) {
+			return dst
+		}
+		if w.next.CompareAndSwap(cur, int64(w.end)) {
+			return append(dst, w.batch[cur:w.end]...)
+		}
+	}
 }
 
 // New starts a pool.
@@ -68,7 +107,7 @@ func New[T any](c Config[T]) *Pool[T] {
 		onPanic: c.OnPanic,
 		stall:   c.Stall,
 		manual:  c.Manual,
-		byGoid:  make(map[int64]*worker),
+		workers: make(map[int64]*worker[T]),
 		stop:    make(chan struct{}),
 	}
 	if p.onPanic == nil {
@@ -102,28 +141,33 @@ func (p *Pool[T]) Submit(items ...T) bool {
 	if p.manual {
 		return true
 	}
-	for need := p.queue.len() - p.woken; need > 0 && p.idle > 0; need-- {
+	// Wake a worker per batch of work, as far as there are idle ones.
+	for need := (p.queue.len() + batchMax - 1) / batchMax; need > p.woken && p.idle > 0; need-- {
 		p.idle--
 		p.woken++
 		p.work.Signal()
 	}
-	p.watch()
+	p.watch(false)
 	return true
 }
 
-// watch starts a helper if work is queued beyond what idle workers will take
-// and no helper is waiting already. Called with mu held, whenever the queue
-// grows or an item is taken, so that as long as work waits behind busy
-// goroutines there is always one helper counting down the stall delay.
-func (p *Pool[T]) watch() {
-	if p.queue.len() > p.woken && !p.helperWait && !p.manual {
+// watch starts a helper if work waits beyond what idle workers will take,
+// in the queue or in the batch a worker just took, and no helper is waiting
+// already. Called with mu held whenever the queue grows or a batch is taken,
+// so that as long as work may wait behind busy goroutines, one helper counts
+// down the stall delay.
+func (p *Pool[T]) watch(batched bool) {
+	if (p.queue.len() > p.woken || batched) && !p.helperWait && !p.manual {
 		p.helperWait = true
 		p.live++
 		go p.helper()
 	}
 }
 
-// helper runs queued work if it is still queued after the stall delay.
+// helper waits the stall delay, then takes over whatever work is still
+// waiting: items not started in the batches of workers stuck in a callback
+// since then go back to the front of the queue, and the helper runs the
+// queue like a worker until it is empty.
 func (p *Pool[T]) helper() {
 	t := time.NewTimer(p.stall)
 	select {
@@ -133,6 +177,11 @@ func (p *Pool[T]) helper() {
 	t.Stop()
 	p.mu.Lock()
 	p.helperWait = false
+	var stolen []T
+	for _, w := range p.workers {
+		stolen = w.steal(stolen)
+	}
+	p.queue.pushFront(stolen)
 	if p.queue.len() == 0 || p.closed {
 		p.live--
 		p.exited.Broadcast()
@@ -143,20 +192,22 @@ func (p *Pool[T]) helper() {
 	p.loop(true)
 }
 
-// loop runs queued items. A worker waits for more; a helper exits when the
-// queue is empty.
+// loop runs batches of queued items. A worker waits for more; a helper
+// exits when the queue is empty.
 func (p *Pool[T]) loop(helper bool) {
-	w := &worker{goid: goid.Get()}
+	w := &worker[T]{goid: goid.Get()}
 	p.mu.Lock()
-	p.byGoid[w.goid] = w
+	p.workers[w.goid] = w
 	p.mu.Unlock()
 
 	normal := false
 	defer func() {
 		p.mu.Lock()
-		delete(p.byGoid, w.goid)
+		delete(p.workers, w.goid)
 		if !normal && !p.closed {
-			// A callback called runtime.Goexit: replace this goroutine.
+			// A callback called runtime.Goexit: put back what this
+			// goroutine had not started, and replace it.
+			p.queue.pushFront(w.steal(nil))
 			p.live++
 			go p.loop(helper)
 		}
@@ -165,7 +216,23 @@ func (p *Pool[T]) loop(helper bool) {
 		p.mu.Unlock()
 	}()
 
+	ran := 0
 	for {
+		for {
+			v, ok := w.claim()
+			if !ok {
+				break
+			}
+			p.call(v)
+			if ran++; ran%yieldEvery == 0 {
+				// A worker that finds work queued never blocks, and a
+				// goroutine that never enters the scheduler leaves
+				// timers, and so the driver waking from its sleep,
+				// waiting up to the preemption slice (10ms) when
+				// every P is busy.
+				runtime.Gosched()
+			}
+		}
 		p.mu.Lock()
 		for p.queue.len() == 0 && !p.closed {
 			if helper {
@@ -184,10 +251,12 @@ func (p *Pool[T]) loop(helper bool) {
 			p.mu.Unlock()
 			return
 		}
-		v := p.queue.popOne()
-		p.watch()
+		clear(w.batch)
+		w.batch = p.queue.pop(w.batch[:0], batchMax)
+		w.end = len(w.batch)
+		w.next.Store(0)
+		p.watch(w.end > 1)
 		p.mu.Unlock()
-		p.call(v)
 	}
 }
 
@@ -229,7 +298,7 @@ func (p *Pool[T]) OnWorker() bool {
 	id := goid.Get()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.byGoid[id] != nil
+	return p.workers[id] != nil
 }
 
 // Close stops the pool: no item starts after it returns. It returns the items
@@ -245,8 +314,11 @@ func (p *Pool[T]) Close() []T {
 	}
 	p.closed = true
 	left := p.queue.drain()
+	for _, w := range p.workers {
+		left = w.steal(left) // the caller's own batch too, when it is a worker
+	}
 	want := 0
-	if p.byGoid[me] != nil {
+	if p.workers[me] != nil {
 		want = 1 // called from a callback: do not wait for ourselves
 	}
 	p.idle = 0
@@ -299,6 +371,23 @@ func (r *ring[T]) popOne() T {
 	r.head = (r.head + 1) % len(r.buf)
 	r.n--
 	return v
+}
+
+// pop appends up to max of the oldest items to dst.
+func (r *ring[T]) pop(dst []T, max int) []T {
+	for ; max > 0 && r.n > 0; max-- {
+		dst = append(dst, r.popOne())
+	}
+	return dst
+}
+
+func (r *ring[T]) pushFront(items []T) {
+	r.grow(len(items))
+	for i := len(items) - 1; i >= 0; i-- {
+		r.head = (r.head - 1 + len(r.buf)) % len(r.buf)
+		r.buf[r.head] = items[i]
+		r.n++
+	}
 }
 
 func (r *ring[T]) drain() []T {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package timingwheel
+
+const raceEnabled = false
