@@ -144,25 +144,48 @@ const replaceChunk = 256
 // root to what follows: the walk writes only to the timers it handles, never
 // to their neighbours, which matters when the list is a million timers
 // scattered over the heap.
-func (st *SystemTimer) replace(sh *shard, list *Timer, all bool) {
+func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 	batch := st.batch[:0]
 	for {
 		nowTick := floorDiv(st.now(), st.tick)
 		sh.mu.Lock()
-		t := list.next
-		for i := 0; i < replaceChunk && t != list; i++ {
-			next := t.next
-			if sh.place(t, ceilDiv(t.when, st.tick), nowTick) {
-				// Due, the common case for a level-0 bucket; place
-				// linked it nowhere.
-				t.next, t.prev = nil, nil
-				t.state.Store(stateFired)
-				sh.addPending(-1)
-				batch = append(batch, t)
-			}
-			t = next
+		var cur [numLanes]*Timer
+		for l := range cur {
+			cur[l] = list.lane[l].next
 		}
-		list.next, t.prev = t, list
+		// Take the lanes in turn, one timer from each, so that the cache
+		// misses of the lanes' next links overlap; and mark the due ones
+		// fired in a second pass, because an atomic store is a fence on
+		// amd64 and would wait for every miss in flight.
+		due := len(batch)
+		for n := 0; n < replaceChunk; {
+			progress := false
+			for l := range cur {
+				t := cur[l]
+				if t == &list.lane[l] {
+					continue
+				}
+				cur[l] = t.next
+				if sh.place(t, t.at, nowTick) {
+					// Due, the common case for a level-0 bucket;
+					// place linked it nowhere.
+					batch = append(batch, t)
+				}
+				n++
+				progress = true
+			}
+			if !progress {
+				break
+			}
+		}
+		for _, t := range batch[due:] {
+			t.next, t.prev = nil, nil
+			t.state.Store(stateFired)
+		}
+		sh.addPending(due - len(batch))
+		for l := range cur {
+			list.lane[l].next, cur[l].prev = cur[l], &list.lane[l]
+		}
 		done := list.empty()
 		if done && list == &sh.cascade {
 			sh.cascadeDue = math.MaxInt64

@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // A Scheduler gives the times of a periodic timer's runs. Next returns the
@@ -47,8 +48,8 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 		return nil, errBadEvery
 	}
 	p := &periodic{sched: s, f: f}
-	t := &Timer{f: p.run, kind: kindPeriodic}
-	p.t = t
+	t := &p.t
+	t.f, t.kind = p.run, kindPeriodic
 	t.sh = st.shardOf(t)
 	if st.closed.Load() {
 		return nil, ErrStopped
@@ -58,17 +59,26 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 		t.state.Store(stateIdle)
 		return t, nil
 	}
-	if err := st.arm(t, int64(first.Sub(st.epoch)), st.now()); err != nil {
+	p.at = int64(first.Sub(st.epoch))
+	if err := st.arm(t, p.at, st.now()); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
+// A periodic is a timer made by ScheduleFunc. Its Timer comes first, so
+// that a *Timer of kind kindPeriodic can be turned back into it.
 type periodic struct {
+	t     Timer
 	sched Scheduler
 	f     func()
-	t     *Timer
+	at    int64 // the run last scheduled, ns since the epoch; guarded by t.sh.mu
 }
+
+var _ = [1]struct{}{}[unsafe.Offsetof(periodic{}.t)] // t must be the first field
+
+// periodicOf returns the periodic that t, of kind kindPeriodic, belongs to.
+func periodicOf(t *Timer) *periodic { return (*periodic)(unsafe.Pointer(t)) }
 
 func (p *periodic) run() {
 	defer p.rearm() // also after a panic: a panicking run does not end the series
@@ -78,7 +88,7 @@ func (p *periodic) run() {
 // rearm schedules the next run after the one that just ran, unless the timer
 // was stopped or reset meanwhile.
 func (p *periodic) rearm() {
-	t := p.t
+	t := &p.t
 	sh := t.sh
 	st := sh.st
 	sh.mu.Lock()
@@ -86,7 +96,7 @@ func (p *periodic) rearm() {
 		sh.mu.Unlock()
 		return
 	}
-	prev := t.when
+	prev := p.at
 	sh.mu.Unlock()
 
 	// The Scheduler is user code: call it with no lock held.
@@ -95,7 +105,7 @@ func (p *periodic) rearm() {
 
 	sh.mu.Lock()
 	defer sh.unlock()
-	if !ok || t.state.Load() != stateFired || t.when != prev || sh.closed {
+	if !ok || t.state.Load() != stateFired || p.at != prev || sh.closed {
 		return // the series ended, or Stop or Reset got there first
 	}
 	if sh.schedule(t, int64(next.Sub(st.epoch)), now) {

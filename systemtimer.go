@@ -35,6 +35,7 @@ type SystemTimer struct {
 	epoch     time.Time // time zero of the wheels; every deadline is ns since epoch
 	tick      int64     // ns
 	wheelSize int64
+	slotMask  int64 // wheelSize-1 if it is a power of two, else 0
 
 	shards     []shard
 	shardShift uint // a timer's shard is the top bits of its address hash
@@ -92,10 +93,13 @@ type Timer struct {
 	next, prev *Timer
 	f          func() // set before the timer is armed, then immutable
 	sh         *shard // immutable
-	when       int64  // deadline, ns since the epoch; guarded by sh.mu once placed
-	state      atomic.Uint32
-	kind       uint8  // immutable
-	depth      uint16 // height of the incoming stack with this timer on top; set before the push
+	// at is, while the timer is queued, its deadline in ns since the
+	// epoch; once placed, the tick it is due at: the deadline rounded up,
+	// so that re-placing it takes no division. Guarded by sh.mu once placed.
+	at    int64
+	state atomic.Uint32
+	kind  uint8  // immutable
+	depth uint16 // height of the incoming stack with this timer on top; set before the push
 }
 
 // New returns a running SystemTimer, or an error naming the first invalid
@@ -116,6 +120,9 @@ func New(opts ...Option) (*SystemTimer, error) {
 		manual:     c.manual,
 	}
 	st.lazyOK = st.realClock && st.maxPending == 0
+	if st.wheelSize&(st.wheelSize-1) == 0 {
+		st.slotMask = st.wheelSize - 1
+	}
 	st.epoch = st.clock.Now()
 	st.dq = delayqueue.New[bucketRef](st.clock)
 	st.wakeAt.Store(math.MaxInt64)
@@ -188,12 +195,12 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 		// The common case, written out: read the clock, push t.
 		when := satAdd(int64(time.Since(st.epoch)), int64(d))
 		if when >= st.wakeAt.Load() && !st.closed.Load() {
-			t.when = when // t.state is stateQueued, the zero value
+			t.at = when // t.state is stateQueued, the zero value
 			t.sh.push(t)
 			if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
 				return t, nil
 			}
-			return t, st.pushedSlow(t)
+			return t, st.pushedSlow(t, when)
 		}
 	}
 	if err := st.start(t, d); err != nil {
@@ -216,21 +223,16 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 	if when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
-	t.when = when // t.state is stateQueued, the zero value
-	return st.pushed(t)
-}
-
-// pushed pushes t, whose when is set, on its shard's incoming stack, and
-// settles what the push leaves to its caller.
-func (st *SystemTimer) pushed(t *Timer) error {
+	t.at = when // t.state is stateQueued, the zero value
 	t.sh.push(t)
-	return st.pushedSlow(t)
+	return st.pushedSlow(t, when)
 }
 
-// pushedSlow settles what a push leaves to its caller: draining a full
-// stack, or one that wakeAt fell under, and taking t back after a Stop.
-func (st *SystemTimer) pushedSlow(t *Timer) error {
-	if t.depth >= drainDepth || t.when < st.wakeAt.Load() {
+// pushedSlow settles what a push of t, due at when, leaves to its caller:
+// draining a full stack, or one that wakeAt fell under, and taking t back
+// after a Stop. Once pushed, t.at belongs to whoever drains the stack.
+func (st *SystemTimer) pushedSlow(t *Timer, when int64) error {
+	if t.depth >= drainDepth || when < st.wakeAt.Load() {
 		st.drainShard(t.sh, st.now())
 	}
 	if st.closed.Load() {
@@ -360,15 +362,18 @@ func (st *SystemTimer) Stop() []*Timer {
 				left = append(left, t)
 			}
 		}
-		collect := func(root *Timer) {
-			for t := root.next; t != root; {
-				next := t.next
-				t.next, t.prev = nil, nil
-				t.state.Store(stateStopped)
-				left = append(left, t)
-				t = next
+		collect := func(l *lanes) {
+			for i := range l.lane {
+				root := &l.lane[i]
+				for t := root.next; t != root; {
+					next := t.next
+					t.next, t.prev = nil, nil
+					t.state.Store(stateStopped)
+					left = append(left, t)
+					t = next
+				}
+				root.initList()
 			}
-			root.initList()
 		}
 		collect(&sh.transit)
 		collect(&sh.cascade)

@@ -14,7 +14,7 @@ const notQueued = math.MaxInt64
 //
 // All fields are guarded by the mutex of the shard that owns the bucket.
 type bucket struct {
-	root   Timer  // sentinel: root.next is the first timer, root.prev the last
+	root   lanes  // the bucket's timers
 	queued int64  // expiration in the delay queue, in ticks; notQueued if none
 	minD   int64  // no timer in the bucket is due before this tick
 	sh     *shard // owner; immutable
@@ -62,4 +62,57 @@ func (l *Timer) moveAllTo(dst *Timer) {
 	last.next = dst
 	dst.prev = last
 	l.initList()
+}
+
+// numLanes is how many lists a set of lanes has. A list of timers
+// scattered over the heap is walked one cache miss after another, each
+// waiting for the last to resolve the next link; walking several lists side
+// by side lets those misses overlap.
+const numLanes = 8
+
+// lanes is a set of doubly linked timer lists that is used as one list: a
+// timer goes on the lanes in turn, and O(1) removal still needs only the
+// timer's own links. Order across lanes is not kept.
+type lanes struct {
+	lane [numLanes]Timer // sentinels
+	turn uint32          // lane of the next push
+}
+
+func (l *lanes) init() {
+	for i := range l.lane {
+		l.lane[i].initList()
+	}
+}
+
+func (l *lanes) empty() bool {
+	for i := range l.lane {
+		if !l.lane[i].empty() {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *lanes) pushBack(t *Timer) {
+	l.lane[l.turn%numLanes].pushBack(t)
+	l.turn++
+}
+
+// moveAllTo moves every timer of l to dst, lane by lane, in O(numLanes).
+func (l *lanes) moveAllTo(dst *lanes) {
+	for i := range l.lane {
+		l.lane[i].moveAllTo(&dst.lane[i])
+	}
+}
+
+// holds reports whether t is on one of the lanes; it walks them all.
+func (l *lanes) holds(t *Timer) bool {
+	for i := range l.lane {
+		for u := l.lane[i].next; u != &l.lane[i]; u = u.next {
+			if u == t {
+				return true
+			}
+		}
+	}
+	return false
 }

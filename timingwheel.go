@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 )
@@ -17,6 +18,7 @@ type level struct {
 	tick    int64 // bucket width in base ticks
 	span    int64 // tick*wheelSize, or math.MaxInt64 once that overflows
 	lead    int64 // how early a bucket of this level expires; see place
+	shift   int   // log2(tick) if tick is a power of two, else -1
 	cur     int64 // the shard's wheel time rounded down to tick
 	buckets []bucket
 }
@@ -39,8 +41,8 @@ type shard struct {
 	// tick D <= c0 whose deadline has passed is due now.
 	c0      int64
 	levels  []*level
-	transit Timer // sentinel of timers of an expired level-0 bucket, not yet re-placed
-	cascade Timer // sentinel of timers of expired upper-level buckets, not yet re-placed
+	transit lanes // timers of an expired level-0 bucket, not yet re-placed
+	cascade lanes // timers of expired upper-level buckets, not yet re-placed
 	count   int   // pending timers: linked in a bucket, transit or cascade
 	closed  bool  // the SystemTimer has stopped
 	wakeDQ  bool  // a push made a new delay queue head; wake the poller after unlocking
@@ -58,8 +60,8 @@ type shard struct {
 
 func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
-	sh.transit.initList()
-	sh.cascade.initList()
+	sh.transit.init()
+	sh.cascade.init()
 	sh.cascadeDue = math.MaxInt64
 	sh.c0 = floorDiv(st.now(), st.tick)
 	sh.addLevel()
@@ -79,7 +81,10 @@ func (sh *shard) addLevel() {
 	if tick <= math.MaxInt64/n {
 		span = tick * n
 	}
-	lv := &level{tick: tick, span: span, cur: sh.c0 - floorMod(sh.c0, tick)}
+	lv := &level{tick: tick, span: span, shift: -1, cur: sh.c0 - floorMod(sh.c0, tick)}
+	if tick&(tick-1) == 0 {
+		lv.shift = bits.TrailingZeros64(uint64(tick))
+	}
 	if k := len(sh.levels); k > 0 {
 		// A quarter of the bucket width, in whole buckets of the level
 		// below; see place.
@@ -88,7 +93,7 @@ func (sh *shard) addLevel() {
 	lv.buckets = make([]bucket, n)
 	for i := range lv.buckets {
 		b := &lv.buckets[i]
-		b.root.initList()
+		b.root.init()
 		b.queued = notQueued
 		b.minD = math.MaxInt64
 		b.sh = sh
@@ -131,8 +136,21 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		if d-lv.cur >= lv.span {
 			continue
 		}
-		vid := floorDiv(d, lv.tick)
-		b := &lv.buckets[floorMod(vid, sh.st.wheelSize)]
+		// The bucket of d's turn of this level: vid = ⌊d/tick⌋, slot =
+		// vid mod wheelSize, without dividing when both are powers of two
+		// (the default): the arithmetic shift floors negative ticks too.
+		var vid, slot int64
+		if lv.shift >= 0 {
+			vid = d >> lv.shift
+		} else {
+			vid = floorDiv(d, lv.tick)
+		}
+		if m := sh.st.slotMask; m != 0 {
+			slot = vid & m
+		} else {
+			slot = floorMod(vid, sh.st.wheelSize)
+		}
+		b := &lv.buckets[slot]
 		b.root.pushBack(t)
 		b.minD = min(b.minD, d)
 		// A bucket of level 0 expires at its tick, when its timers are
@@ -182,8 +200,11 @@ func (sh *shard) unlock() {
 // submit it. Called with mu held; t must not be linked.
 func (sh *shard) schedule(t *Timer, when, now int64) (due bool) {
 	st := sh.st
-	t.when = when
-	if sh.place(t, ceilDiv(when, st.tick), floorDiv(now, st.tick)) {
+	if t.kind == kindPeriodic {
+		periodicOf(t).at = when
+	}
+	t.at = ceilDiv(when, st.tick)
+	if sh.place(t, t.at, floorDiv(now, st.tick)) {
 		t.state.Store(stateFired)
 		return true
 	}
@@ -209,7 +230,8 @@ func (sh *shard) drain(now int64) {
 		// A stopped timer is left as it is: it is garbage, with the rest
 		// of the stack below it.
 		if t.state.Load() == stateQueued && t.state.CompareAndSwap(stateQueued, statePending) {
-			if sh.place(t, ceilDiv(t.when, st.tick), nowTick) {
+			t.at = ceilDiv(t.at, st.tick) // the deadline becomes the due tick
+			if sh.place(t, t.at, nowTick) {
 				t.state.Store(stateFired)
 				st.pool.Submit(t)
 			} else {
@@ -233,7 +255,6 @@ func (sh *shard) addPending(n int) {
 func (sh *shard) checkInvariants() error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	st := sh.st
 	n := 0
 	checkList := func(root *Timer, where func() string) error {
 		prev := root
@@ -255,10 +276,18 @@ func (sh *shard) checkInvariants() error {
 		}
 		return nil
 	}
-	if err := checkList(&sh.transit, func() string { return "transit" }); err != nil {
+	checkLanes := func(l *lanes, where func() string) error {
+		for i := range l.lane {
+			if err := checkList(&l.lane[i], where); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := checkLanes(&sh.transit, func() string { return "transit" }); err != nil {
 		return err
 	}
-	if err := checkList(&sh.cascade, func() string { return "cascade" }); err != nil {
+	if err := checkLanes(&sh.cascade, func() string { return "cascade" }); err != nil {
 		return err
 	}
 	for k, lv := range sh.levels {
@@ -271,24 +300,26 @@ func (sh *shard) checkInvariants() error {
 				continue
 			}
 			where := func() string { return fmt.Sprintf("level %d bucket %d", k, i) }
-			if err := checkList(&b.root, where); err != nil {
+			if err := checkLanes(&b.root, where); err != nil {
 				return err
 			}
 			if b.queued == notQueued {
 				return fmt.Errorf("%s: holds timers but is not queued", where())
 			}
-			for t := b.root.next; t != &b.root; t = t.next {
-				d := ceilDiv(t.when, st.tick)
-				// The bucket must expire no later than the start of
-				// the timer's own bucket at this level (or than the
-				// next tick, for a timer parked after the clock went
-				// backwards), so the timer is never late.
-				limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
-				if b.queued > limit {
-					return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where(), b.queued, limit, d)
-				}
-				if b.minD > max(d, sh.c0+1) {
-					return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where(), b.minD, d)
+			for j := range b.root.lane {
+				for root, t := &b.root.lane[j], b.root.lane[j].next; t != root; t = t.next {
+					d := t.at
+					// The bucket must expire no later than the start of
+					// the timer's own bucket at this level (or than the
+					// next tick, for a timer parked after the clock went
+					// backwards), so the timer is never late.
+					limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
+					if b.queued > limit {
+						return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where(), b.queued, limit, d)
+					}
+					if b.minD > max(d, sh.c0+1) {
+						return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where(), b.minD, d)
+					}
 				}
 			}
 		}
