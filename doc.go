@@ -16,7 +16,9 @@
 // timers of one tick ([WithTick]), a bucket of level k the timers of
 // wheelSize^k ticks. A deadline beyond the reach of a level goes up to the
 // next, which is created on demand. Each bucket is a doubly linked list, so
-// adding and stopping a timer are O(1) whatever the number of timers.
+// adding and stopping a timer are O(1) whatever the number of timers; a
+// bucket of level 0 is eight such lists used as one, so that walking a
+// bucket of timers scattered over the heap overlaps their cache misses.
 //
 // With the defaults (tick 1ms, wheel size 512) the levels are:
 //

@@ -92,7 +92,7 @@ func (st *SystemTimer) handle(ref bucketRef) {
 // bucket's into the cascade list.
 func (st *SystemTimer) expire(ref bucketRef) {
 	b := ref.b
-	sh := b.sh
+	sh := ref.lv.sh
 	sh.mu.Lock()
 	if b.queued != ref.exp {
 		sh.mu.Unlock() // stale: the bucket was queued again under an earlier time
@@ -100,7 +100,7 @@ func (st *SystemTimer) expire(ref bucketRef) {
 	}
 	b.queued = notQueued
 	sh.advance(ref.exp)
-	if b.level > 0 {
+	if ref.lv.index > 0 {
 		sh.cascadeDue = min(sh.cascadeDue, b.minD)
 		b.minD = math.MaxInt64
 		b.root.moveAllTo(&sh.cascade)
@@ -149,7 +149,8 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 	for {
 		nowTick := floorDiv(st.now(), st.tick)
 		sh.mu.Lock()
-		var cur [numLanes]*Timer
+		var buf [numLanes]*Timer
+		cur := buf[:len(list.lane)]
 		for l := range cur {
 			cur[l] = list.lane[l].next
 		}

@@ -378,9 +378,7 @@ func (st *SystemTimer) Stop() []*Timer {
 		collect(&sh.transit)
 		collect(&sh.cascade)
 		for _, lv := range sh.levels {
-			for j := range lv.buckets {
-				collect(&lv.buckets[j].root)
-			}
+			lv.eachBucket(func(_ int, b *bucket) { collect(&b.root) })
 		}
 		sh.addPending(-sh.count)
 		sh.mu.Unlock()

@@ -8,24 +8,25 @@ import "math"
 const notQueued = math.MaxInt64
 
 // A bucket is one slot of a wheel level: a doubly linked list of timers with
-// O(1) insert and remove, and the expiration under which it sits in the
-// delay queue. The list is circular through the sentinel root, so a timer
-// can unlink itself without knowing which bucket holds it.
+// O(1) insert and remove (for level 0, a few used as one; see lanes), and
+// the expiration under which it sits in the delay queue. A list is circular
+// through a sentinel, so a timer can unlink itself without knowing which
+// bucket holds it.
 //
 // All fields are guarded by the mutex of the shard that owns the bucket.
 type bucket struct {
-	root   lanes  // the bucket's timers
-	queued int64  // expiration in the delay queue, in ticks; notQueued if none
-	minD   int64  // no timer in the bucket is due before this tick
-	sh     *shard // owner; immutable
-	level  int32  // index of the level holding the bucket; immutable
+	root   lanes // the bucket's timers
+	queued int64 // expiration in the delay queue, in ticks; notQueued if none
+	minD   int64 // no timer in the bucket is due before this tick
 }
 
-// bucketRef is what the delay queue holds: a bucket and the expiration it
-// was queued under. A bucket re-queued under an earlier expiration leaves a
-// stale ref behind, which expire recognizes by comparing exp with queued.
+// bucketRef is what the delay queue holds: a bucket, its level, and the
+// expiration it was queued under. A bucket re-queued under an earlier
+// expiration leaves a stale ref behind, which expire recognizes by comparing
+// exp with queued.
 type bucketRef struct {
 	b   *bucket
+	lv  *level
 	exp int64
 }
 
@@ -64,21 +65,27 @@ func (l *Timer) moveAllTo(dst *Timer) {
 	l.initList()
 }
 
-// numLanes is how many lists a set of lanes has. A list of timers
+// numLanes is how many lists a level-0 bucket has. A list of timers
 // scattered over the heap is walked one cache miss after another, each
 // waiting for the last to resolve the next link; walking several lists side
-// by side lets those misses overlap.
+// by side lets those misses overlap. Level 0 is where that happens: its
+// buckets are filled by cascades, a timer in every few hundred from each
+// upper bucket, and walked when due. An upper bucket's list is filled in
+// nearly allocation order and walked in it, so one list serves there. A
+// power of two.
 const numLanes = 8
 
 // lanes is a set of doubly linked timer lists that is used as one list: a
 // timer goes on the lanes in turn, and O(1) removal still needs only the
 // timer's own links. Order across lanes is not kept.
 type lanes struct {
-	lane [numLanes]Timer // sentinels
-	turn uint32          // lane of the next push
+	lane []Timer // sentinels: 1 or numLanes of them
+	turn uint32  // lane of the next push
 }
 
-func (l *lanes) init() {
+// init makes l a set of empty lanes with the given sentinels.
+func (l *lanes) init(sentinels []Timer) {
+	l.lane = sentinels
 	for i := range l.lane {
 		l.lane[i].initList()
 	}
@@ -94,11 +101,12 @@ func (l *lanes) empty() bool {
 }
 
 func (l *lanes) pushBack(t *Timer) {
-	l.lane[l.turn%numLanes].pushBack(t)
+	l.lane[l.turn&uint32(len(l.lane)-1)].pushBack(t)
 	l.turn++
 }
 
-// moveAllTo moves every timer of l to dst, lane by lane, in O(numLanes).
+// moveAllTo moves every timer of l to dst, which has as many lanes, lane by
+// lane.
 func (l *lanes) moveAllTo(dst *lanes) {
 	for i := range l.lane {
 		l.lane[i].moveAllTo(&dst.lane[i])

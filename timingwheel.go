@@ -15,13 +15,22 @@ import (
 //
 // All fields are guarded by the owning shard's mutex.
 type level struct {
-	tick    int64 // bucket width in base ticks
-	span    int64 // tick*wheelSize, or math.MaxInt64 once that overflows
-	lead    int64 // how early a bucket of this level expires; see place
-	shift   int   // log2(tick) if tick is a power of two, else -1
-	cur     int64 // the shard's wheel time rounded down to tick
-	buckets []bucket
+	tick  int64  // bucket width in base ticks
+	span  int64  // tick*wheelSize, or math.MaxInt64 once that overflows
+	lead  int64  // how early a bucket of this level expires; see place
+	shift int    // log2(tick) if tick is a power of two, else -1
+	cur   int64  // the shard's wheel time rounded down to tick
+	index int    // 0 for the lowest level; immutable
+	sh    *shard // owner; immutable
+
+	// pages holds the buckets, pageSize to a page, each page allocated
+	// when one of its buckets is first used: a level above 0 holding timers
+	// a few minutes out uses only a few of its buckets.
+	pages [][]bucket
 }
+
+// pageSize is how many buckets are allocated together; a power of two.
+const pageSize = 16
 
 // A shard is a complete hierarchy of wheels with its own lock. Timers are
 // spread over shards by address so that goroutines on different cores rarely
@@ -60,8 +69,8 @@ type shard struct {
 
 func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
-	sh.transit.init()
-	sh.cascade.init()
+	sh.transit.init(make([]Timer, numLanes))
+	sh.cascade.init(make([]Timer, 1))
 	sh.cascadeDue = math.MaxInt64
 	sh.c0 = floorDiv(st.now(), st.tick)
 	sh.addLevel()
@@ -90,16 +99,41 @@ func (sh *shard) addLevel() {
 		// below; see place.
 		lv.lead = n / 4 * sh.levels[k-1].tick
 	}
-	lv.buckets = make([]bucket, n)
-	for i := range lv.buckets {
-		b := &lv.buckets[i]
-		b.root.init()
-		b.queued = notQueued
-		b.minD = math.MaxInt64
-		b.sh = sh
-		b.level = int32(len(sh.levels))
-	}
+	lv.index, lv.sh = len(sh.levels), sh
+	lv.pages = make([][]bucket, (n+pageSize-1)/pageSize)
 	sh.levels = append(sh.levels, lv)
+}
+
+// bucket returns the bucket in slot of lv, allocating its page on first
+// use.
+func (sh *shard) bucket(lv *level, slot int64) *bucket {
+	pg := lv.pages[slot/pageSize]
+	if pg == nil {
+		first := slot / pageSize * pageSize
+		pg = make([]bucket, min(pageSize, sh.st.wheelSize-first))
+		k := 1
+		if lv.index == 0 {
+			k = numLanes
+		}
+		sentinels := make([]Timer, len(pg)*k)
+		for i := range pg {
+			b := &pg[i]
+			b.root.init(sentinels[i*k : (i+1)*k : (i+1)*k])
+			b.queued = notQueued
+			b.minD = math.MaxInt64
+		}
+		lv.pages[slot/pageSize] = pg
+	}
+	return &pg[slot%pageSize]
+}
+
+// eachBucket calls f for every bucket of lv allocated so far.
+func (lv *level) eachBucket(f func(slot int, b *bucket)) {
+	for p, pg := range lv.pages {
+		for i := range pg {
+			f(p*pageSize+i, &pg[i])
+		}
+	}
 }
 
 // advance moves the wheel time forward to tick to.
@@ -150,7 +184,7 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		} else {
 			slot = floorMod(vid, sh.st.wheelSize)
 		}
-		b := &lv.buckets[slot]
+		b := sh.bucket(lv, slot)
 		b.root.pushBack(t)
 		b.minD = min(b.minD, d)
 		// A bucket of level 0 expires at its tick, when its timers are
@@ -174,7 +208,7 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		// timer, so the later ones find their own bucket then.
 		if exp < b.queued {
 			b.queued = exp
-			head, err := sh.st.dq.Push(bucketRef{b, exp}, sh.st.tickTime(exp))
+			head, err := sh.st.dq.Push(bucketRef{b, lv, exp}, sh.st.tickTime(exp))
 			if err == nil && head {
 				sh.wakeDQ = true
 				sh.st.lowerWake(satMul(exp, sh.st.tick))
@@ -294,38 +328,46 @@ func (sh *shard) checkInvariants() error {
 		if want := sh.c0 - floorMod(sh.c0, lv.tick); lv.cur != want {
 			return fmt.Errorf("level %d: cur %d, want %d", k, lv.cur, want)
 		}
-		for i := range lv.buckets {
-			b := &lv.buckets[i]
-			if b.root.empty() {
-				continue
-			}
-			where := func() string { return fmt.Sprintf("level %d bucket %d", k, i) }
-			if err := checkLanes(&b.root, where); err != nil {
-				return err
-			}
-			if b.queued == notQueued {
-				return fmt.Errorf("%s: holds timers but is not queued", where())
-			}
-			for j := range b.root.lane {
-				for root, t := &b.root.lane[j], b.root.lane[j].next; t != root; t = t.next {
-					d := t.at
-					// The bucket must expire no later than the start of
-					// the timer's own bucket at this level (or than the
-					// next tick, for a timer parked after the clock went
-					// backwards), so the timer is never late.
-					limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
-					if b.queued > limit {
-						return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where(), b.queued, limit, d)
-					}
-					if b.minD > max(d, sh.c0+1) {
-						return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where(), b.minD, d)
-					}
+		var err error
+		lv.eachBucket(func(i int, b *bucket) {
+			if err == nil && !b.root.empty() {
+				where := func() string { return fmt.Sprintf("level %d bucket %d", k, i) }
+				if err = checkLanes(&b.root, where); err == nil {
+					err = sh.checkBucket(lv, b, where)
 				}
 			}
+		})
+		if err != nil {
+			return err
 		}
 	}
 	if n != sh.count {
 		return fmt.Errorf("count is %d, but %d timers are linked", sh.count, n)
+	}
+	return nil
+}
+
+// checkBucket checks that a bucket holding timers is queued in time for
+// each of them. Called with mu held.
+func (sh *shard) checkBucket(lv *level, b *bucket, where func() string) error {
+	if b.queued == notQueued {
+		return fmt.Errorf("%s: holds timers but is not queued", where())
+	}
+	for j := range b.root.lane {
+		for root, t := &b.root.lane[j], b.root.lane[j].next; t != root; t = t.next {
+			d := t.at
+			// The bucket must expire no later than the start of the
+			// timer's own bucket at this level (or than the next tick,
+			// for a timer parked after the clock went backwards), so the
+			// timer is never late.
+			limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
+			if b.queued > limit {
+				return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where(), b.queued, limit, d)
+			}
+			if b.minD > max(d, sh.c0+1) {
+				return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where(), b.minD, d)
+			}
+		}
 	}
 	return nil
 }

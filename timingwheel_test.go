@@ -151,7 +151,7 @@ func TestPlaceExhaustive(t *testing.T) {
 						tick *= int64(n)
 					}
 					lv := sh.levels[k]
-					b := &lv.buckets[floorMod(floorDiv(d, tick), int64(n))]
+					b := sh.bucket(lv, floorMod(floorDiv(d, tick), int64(n)))
 					require.True(t, b.root.holds(tm), "c0=%d d=%d: not in level %d bucket", c0, d, k)
 					require.LessOrEqual(t, b.queued, d, "c0=%d d=%d: bucket queued after the tick", c0, d)
 					require.Greater(t, b.queued, c0, "c0=%d d=%d: bucket queued at or before the wheel time", c0, d)
