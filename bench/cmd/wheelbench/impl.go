@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A Handle is what an Impl's AfterFunc returns, to pass to its Stop.
+type Handle any
+
+// An Impl is one timer implementation under test. Every workload drives
+// every Impl through this interface, so the cost of the interface call is
+// the same for each. AfterFunc and Stop may be called from any goroutine.
+// An Impl panics on an error: the harness never misuses it.
+type Impl interface {
+	// AfterFunc arranges for f to run once d has elapsed.
+	AfterFunc(d time.Duration, f func()) Handle
+	// Stop cancels the timer of h. It reports whether that kept f from
+	// running, when the implementation can tell; otherwise it returns true.
+	Stop(h Handle) bool
+	// Flush returns once every AfterFunc and Stop made so far has taken
+	// effect: at once for an implementation whose calls are synchronous.
+	// A workload that times a phase of calls includes a Flush in it.
+	Flush()
+	// Pending returns the number of pending timers, or -1 if the
+	// implementation cannot tell.
+	Pending() int
+	// Close stops every timer in pending that may still be pending, and
+	// any goroutine of the implementation: after Close, no callback of a
+	// timer whose handle is in pending, or of a timer the implementation
+	// tracks itself, starts.
+	Close(pending []Handle)
+}
+
+// A TimeoutContexter is an Impl that can also put a context's deadline on
+// its timers, like context.WithTimeout. Workloads that need contexts (an
+// HTTP server's per-request timeouts) find it by type assertion and skip
+// the implementations that lack it:
+//
+//	tc, ok := e.Impl.(TimeoutContexter)
+//	if !ok {
+//		return &SkipError{Reason: "no context API"}
+//	}
+type TimeoutContexter interface {
+	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
+}
+
+// An ImplSpec names an implementation and makes instances of it.
+type ImplSpec struct {
+	Name string // column or row name in the tables
+	// How says how the implementation is set up and driven, for the
+	// header of the output; called after the flags are parsed.
+	How func() string
+	New func() Impl
+	// MaxPending, when positive, is the most timers the implementation is
+	// asked to hold at once; larger cases skip it with SkipWhy.
+	MaxPending func() int
+	SkipWhy    string
+}
+
+// impls lists the implementations in the order every case runs them. The
+// first is this library: every ratio is to it.
+var impls = []*ImplSpec{
+	timingwheelSpec,
+	runtimeSpec,
+	gozeroSpec,
+}
+
+// noop is the shared callback of timers that are never meant to fire.
+func noop() {}
+
+// mustOK panics with the name of the implementation if err is not nil.
+func mustOK(impl string, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("wheelbench: %s: %v", impl, err))
+	}
+}

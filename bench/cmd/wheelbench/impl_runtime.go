@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// runtimeSpec is the standard library's time.AfterFunc: the runtime's
+// per-P timer heaps.
+var runtimeSpec = &ImplSpec{
+	Name: "time.AfterFunc",
+	How: func() string {
+		return "time.AfterFunc and (*time.Timer).Stop; each callback runs in a goroutine of its own"
+	},
+	New: func() Impl { return runtimeImpl{} },
+}
+
+type runtimeImpl struct{}
+
+func (runtimeImpl) AfterFunc(d time.Duration, f func()) Handle { return time.AfterFunc(d, f) }
+func (runtimeImpl) Stop(h Handle) bool                         { return h.(*time.Timer).Stop() }
+func (runtimeImpl) Flush()                                     {}
+func (runtimeImpl) Pending() int                               { return -1 }
+
+// WithTimeout implements TimeoutContexter with context.WithTimeout.
+func (runtimeImpl) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, d)
+}
+
+// Close stops the timers one by one: the runtime has no container to drop.
+func (runtimeImpl) Close(pending []Handle) {
+	for _, h := range pending {
+		if h != nil {
+			h.(*time.Timer).Stop()
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+)
+
+// timingwheelSpec is this library, with New's defaults (tick 1ms, wheel size
+// 512, GOMAXPROCS workers).
+var timingwheelSpec = &ImplSpec{
+	Name: "timingwheel",
+	How: func() string {
+		return "timingwheel.New() with defaults (tick 1ms); AfterFunc, Timer.Stop, Len, SystemTimer.Stop"
+	},
+	New: func() Impl {
+		st, err := timingwheel.New()
+		mustOK("timingwheel.New", err)
+		return &wheelImpl{st: st}
+	},
+}
+
+type wheelImpl struct {
+	st *timingwheel.SystemTimer
+}
+
+func (w *wheelImpl) AfterFunc(d time.Duration, f func()) Handle {
+	t, err := w.st.AfterFunc(d, f)
+	mustOK("timingwheel AfterFunc", err)
+	return t
+}
+
+func (w *wheelImpl) Stop(h Handle) bool { return h.(*timingwheel.Timer).Stop() }
+func (w *wheelImpl) Flush()             {}
+func (w *wheelImpl) Pending() int       { return w.st.Len() }
+
+// WithTimeout implements TimeoutContexter with SystemTimer.WithTimeout.
+func (w *wheelImpl) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return w.st.WithTimeout(parent, d)
+}
+
+// Close stops the SystemTimer, which stops every timer it holds and waits
+// for its goroutines.
+func (w *wheelImpl) Close([]Handle) { w.st.Stop() }

@@ -1,0 +1,262 @@
+// Command wheelbench measures github.com/go-timingwheel/timingwheel against
+// time.AfterFunc and go-zero's timing wheel on the workloads of
+// BENCHMARKS.md, all in one process and one run, and prints a table per
+// workload with absolute figures and ratios to this library.
+//
+//	go -C bench run ./cmd/wheelbench              # quick: about a minute
+//	go -C bench run ./cmd/wheelbench -full        # the sizes of BENCHMARKS.md
+//	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
+//
+// Each workload is a file that registers itself (see Register); each
+// implementation is an Impl adapter listed in impls.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+var (
+	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all)")
+	implsFlag     = flag.String("impls", "", "comma-separated implementations to run, always in the order timingwheel, time.AfterFunc, go-zero (default: all)")
+	fullFlag      = flag.Bool("full", false, "run the sizes of BENCHMARKS.md instead of the quick ones (several minutes)")
+	chartsFlag    = flag.String("charts", "", "write charts into this directory")
+	chartFormat   = flag.String("chart-format", "png", "chart file format: png or svg")
+	quietFlag     = flag.Bool("quiet", false, "show no progress on stderr")
+	timeoutFlag   = flag.Duration("timeout", 10*time.Minute, "exit with every goroutine's stack if one case runs this long against one implementation")
+	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+)
+
+func main() {
+	flag.Usage = printUsage
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fail("unexpected arguments: %s", strings.Join(flag.Args(), " "))
+	}
+	wls, err := selectWorkloads(*workloadsFlag)
+	if err != nil {
+		fail("%v", err)
+	}
+	specs, err := selectImpls(*implsFlag)
+	if err != nil {
+		fail("%v", err)
+	}
+	if *chartFormat != "png" && *chartFormat != "svg" {
+		fail("-chart-format must be png or svg")
+	}
+	if *chartsFlag != "" {
+		if err := os.MkdirAll(*chartsFlag, 0o755); err != nil {
+			fail("%v", err)
+		}
+	}
+	prof := Quick
+	if *fullFlag {
+		prof = Full
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail("%v", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+
+	out := bufio.NewWriter(os.Stdout)
+	writeHeader(out, prof, specs)
+	out.Flush()
+	pr := newProgress(os.Stderr, *quietFlag)
+	start := time.Now()
+	failed := false
+	for _, wl := range wls {
+		cases := runWorkload(wl, specs, prof, pr)
+		pr.clear()
+		writeTable(out, wl, cases)
+		out.Flush()
+		for _, cr := range cases {
+			for _, r := range cr.Results {
+				failed = failed || r.Err != nil
+			}
+		}
+		if *chartsFlag != "" {
+			for _, c := range wl.Charts {
+				files, err := c.Draw(*chartsFlag, *chartFormat, wl, cases)
+				for _, f := range files {
+					fmt.Fprintf(out, "chart: %s\n", f)
+				}
+				if err != nil {
+					fmt.Fprintf(out, "chart: %v\n", err)
+					failed = true
+				}
+			}
+			if len(wl.Charts) > 0 {
+				fmt.Fprintln(out)
+			}
+			out.Flush()
+		}
+	}
+	fmt.Fprintf(out, "wheelbench: done in %.1fs\n", time.Since(start).Seconds())
+	out.Flush()
+	if failed {
+		pprof.StopCPUProfile() // os.Exit skips the deferred stop
+		os.Exit(1)
+	}
+}
+
+// runWorkload runs every case of wl against every implementation, always
+// in the order of specs.
+func runWorkload(wl *Workload, specs []*ImplSpec, prof Profile, pr *Progress) []CaseResult {
+	var cases []CaseResult
+	for _, c := range wl.Cases(prof) {
+		cr := CaseResult{Case: c}
+		for _, spec := range specs {
+			pr.begin(wl.Name, c.Label, spec.Name)
+			cr.Results = append(cr.Results, runCase(c, spec, prof, pr, *timeoutFlag))
+		}
+		cases = append(cases, cr)
+	}
+	return cases
+}
+
+func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
+	fmt.Fprintf(w, "wheelbench: github.com/go-timingwheel/timingwheel and its peers, in one process and one run\n\n")
+	fmt.Fprintf(w, "  date     %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "  cpu      %s, %d CPUs, GOMAXPROCS=%d\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "  go       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	switch prof {
+	case Full:
+		fmt.Fprintf(w, "  sizes    full: those of BENCHMARKS.md\n")
+	default:
+		fmt.Fprintf(w, "  sizes    quick: reduced to run in about a minute; -full runs those of BENCHMARKS.md\n")
+	}
+	fmt.Fprintf(w, "  peers\n")
+	for _, s := range specs {
+		for i, line := range wrap(s.How(), 80) {
+			name := ""
+			if i == 0 {
+				name = s.Name
+			}
+			fmt.Fprintf(w, "    %-15s %s\n", name, line)
+		}
+	}
+	fmt.Fprintf(w, "\n  ratio: a peer's figure ÷ timingwheel's in the same case of this run;\n")
+	fmt.Fprintf(w, "         above 1.00× timingwheel's figure is the lower.\n")
+	fmt.Fprintf(w, "  CPU:   the whole process's user+system time (getrusage): background goroutines\n")
+	fmt.Fprintf(w, "         and the garbage collector count.\n\n")
+}
+
+// wrap breaks s into lines of at most width runes, at spaces.
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
+
+// cpuModel returns the processor's model name from /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown CPU (" + runtime.GOARCH + ")"
+}
+
+func selectWorkloads(list string) ([]*Workload, error) {
+	if list == "" {
+		return workloads, nil
+	}
+	var sel []*Workload
+	for name := range strings.SplitSeq(list, ",") {
+		i := slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", name, workloadNames())
+		}
+		if !slices.Contains(sel, workloads[i]) {
+			sel = append(sel, workloads[i])
+		}
+	}
+	return sel, nil
+}
+
+// selectImpls returns the implementations named in list, in the order of
+// impls whatever the order of list.
+func selectImpls(list string) ([]*ImplSpec, error) {
+	if list == "" {
+		return impls, nil
+	}
+	names := strings.Split(list, ",")
+	for _, n := range names {
+		if !slices.ContainsFunc(impls, func(s *ImplSpec) bool { return s.Name == strings.TrimSpace(n) }) {
+			return nil, fmt.Errorf("unknown implementation %q (have %s)", n, implNames())
+		}
+	}
+	var sel []*ImplSpec
+	for _, s := range impls {
+		if slices.ContainsFunc(names, func(n string) bool { return strings.TrimSpace(n) == s.Name }) {
+			sel = append(sel, s)
+		}
+	}
+	return sel, nil
+}
+
+func workloadNames() string {
+	var s []string
+	for _, w := range workloads {
+		s = append(s, w.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func implNames() string {
+	var s []string
+	for _, i := range impls {
+		s = append(s, i.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func printUsage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprintf(w, "usage: wheelbench [flags]\n\n")
+	fmt.Fprintf(w, "Runs each workload against each implementation in one process and prints a\n")
+	fmt.Fprintf(w, "table per workload. Without -full, the sizes are reduced to run in about a minute.\n\n")
+	fmt.Fprintf(w, "workloads:\n")
+	for _, wl := range workloads {
+		fmt.Fprintf(w, "  %-10s %s\n", wl.Name, wl.Title)
+	}
+	fmt.Fprintf(w, "\nimplementations: %s\n\nflags:\n", implNames())
+	flag.PrintDefaults()
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "wheelbench: "+format+"\n", args...)
+	os.Exit(2)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	stormM = SizesParam("storm-m", "storm: timers due in the window",
+		[]int{2000}, []int{200_000}, []int{1_000_000})
+	stormFrom = DurationParam("storm-from", "storm: the window's start, from each timer's AfterFunc call",
+		20*time.Millisecond, time.Second, time.Second)
+	stormTo = DurationParam("storm-to", "storm: the window's end",
+		40*time.Millisecond, 2*time.Second, 2*time.Second)
+)
+
+// stormSlack is how long after the window the storm waits for its last
+// callback before it reports a failure.
+const stormSlack = time.Minute
+
+func init() {
+	Register(&Workload{
+		Name:  "storm",
+		Order: 30,
+		Title: "M timers due uniformly in [from, to] after their AfterFunc call; each callback records time.Since(deadline)",
+		Notes: []string{
+			"late: callback start − deadline, on the monotonic clock. The deadline is read just before the AfterFunc call, " +
+				"so reading the clock later never makes an implementation look early. early: callbacks run before their deadline.",
+			"CPU: process user+system time from the first AfterFunc to the last callback. " +
+				"schedule: wall time of the M AfterFunc calls (for go-zero, and its Flush).",
+			"target (M=1M): 0 early; p99 lateness ≤ 2 ms; max ≤ 5 ms; CPU ≤ 1.0 s.",
+		},
+
+		Cases: func(p Profile) []Case {
+			from, to := stormFrom.Get(p), stormTo.Get(p)
+			var cases []Case
+			for _, m := range stormM.Get(p) {
+				cases = append(cases, Case{
+					Label: fmt.Sprintf("M=%s in [%v,%v]", formatCount(m), from, to),
+					X:     float64(m),
+					Run:   func(e *Env) error { return runStorm(e, m, from, to) },
+				})
+			}
+			return cases
+		},
+		Charts: []Chart{CDFChart{
+			Sample:   "lateness",
+			Title:    "storm %s: how late callbacks ran (early ones drawn at 1µs)",
+			XLabel:   "lateness: callback start − deadline",
+			Floor:    1e3,
+			Negative: "early",
+		}},
+	})
+}
+
+// stormState is shared by the callbacks of a storm, so that each one's
+// closure holds only it and an index.
+type stormState struct {
+	base     time.Time
+	m        int64
+	deadline []int64 // ns since base; written before the timer is set
+	late     []int64 // ns; late[i] is written by callback i only
+	fired    atomic.Int64
+	done     chan struct{} // closed by the last callback
+}
+
+func (st *stormState) fire(i int) {
+	st.late[i] = int64(time.Since(st.base)) - st.deadline[i]
+	if st.fired.Add(1) == st.m {
+		close(st.done)
+	}
+}
+
+func runStorm(e *Env, m int, from, to time.Duration) error {
+	if err := e.Fits(m); err != nil {
+		return err
+	}
+	if to < from {
+		return fmt.Errorf("storm window [%v, %v] is empty", from, to)
+	}
+	st := &stormState{
+		m:        int64(m),
+		deadline: make([]int64, m),
+		late:     make([]int64, m),
+		done:     make(chan struct{}),
+	}
+	handles := make([]Handle, m) // to stop the stragglers if some never fire
+	rng := rand.New(rand.NewPCG(3, uint64(m)))
+	impl := e.Impl
+
+	e.Phase("schedule", m)
+	st.base = time.Now()
+	u := readUsage()
+	for i := range m {
+		if i&stepMask == 0 {
+			e.Step(i)
+		}
+		d := from + time.Duration(rng.Int64N(int64(to-from)+1))
+		st.deadline[i] = int64(time.Since(st.base) + d)
+		handles[i] = impl.AfterFunc(d, func() { st.fire(i) })
+	}
+	impl.Flush()
+	schedule := time.Since(u.wall)
+
+	e.PhaseFunc("firing", m, st.fired.Load)
+	wait := time.NewTimer(to + stormSlack)
+	defer wait.Stop()
+	select {
+	case <-st.done:
+	case <-wait.C:
+		e.Close(handles) // stop the stragglers
+		return fmt.Errorf("%d of %d callbacks ran within %v after the window", st.fired.Load(), m, stormSlack)
+	}
+	s := u.since()
+	e.Close(nil)
+
+	// Every callback has run (done is closed after the last write), so late
+	// is ours to sort.
+	late := st.late
+	slices.Sort(late)
+	e.Add(Metric{Name: "fired", Value: float64(m), Kind: Count})
+	e.Add(Metric{Name: "early", Value: float64(countBelow(late, 0)), Kind: Count})
+	e.Add(Metric{Name: "p50 late", Value: float64(percentile(late, 50)), Kind: Duration})
+	e.Add(Metric{Name: "p99 late", Value: float64(percentile(late, 99)), Kind: Duration, Ratio: true})
+	e.Add(Metric{Name: "max late", Value: float64(late[m-1]), Kind: Duration, Ratio: true})
+	e.Add(Metric{Name: "CPU", Value: float64(s.cpu), Kind: Duration, Ratio: true})
+	e.Add(Metric{Name: "schedule", Value: float64(schedule), Kind: Duration})
+	samples := make([]float64, m)
+	for i, l := range late {
+		samples[i] = float64(l)
+	}
+	e.AddSamples("lateness", samples)
+	return nil
+}
