@@ -1,0 +1,115 @@
+// Package purgatory holds requests that cannot be answered yet until a
+// condition holds or their timeout fires: Kafka's DelayedOperationPurgatory,
+// for brokers and proxies, with its timeouts on a [timingwheel.SystemTimer].
+//
+// A fetch that waits for enough bytes, or a produce that waits for its
+// replicas, is an operation: a type that embeds [Op] and implements
+// [Operation]'s TryComplete, OnComplete and OnExpiration.
+//
+//	type fetch struct {
+//		purgatory.Op
+//		...
+//	}
+//
+//	func (f *fetch) TryComplete() bool {
+//		if f.log.Available(f.offset) < f.minBytes {
+//			return false
+//		}
+//		return f.ForceComplete()
+//	}
+//	func (f *fetch) OnComplete()   { f.respond() }
+//	func (f *fetch) OnExpiration() { f.expired = true }
+//
+//	p, err := purgatory.New[string]()
+//	f := &fetch{Op: purgatory.Op{Timeout: maxWait}, ...}
+//	done, err := p.TryCompleteElseWatch(f, "orders-0")
+//	...
+//	log.Append(...)
+//	p.CheckAndComplete("orders-0") // after every change that may complete an operation
+//
+// # Ending exactly once
+//
+// An operation ends in one of three ways: its TryComplete completes it, some
+// goroutine calls its ForceComplete, or its timeout fires. All three go
+// through one compare-and-swap on the operation's state word that sets its
+// completed flag; the goroutine whose swap succeeds, and only that one, calls
+// OnExpiration (only if it is the timeout's) and then OnComplete. OnComplete
+// is therefore called exactly once, always last: after it returns, the
+// purgatory calls nothing of the operation again. OnExpiration comes first
+// so that OnComplete can see that the operation expired.
+//
+// Completing an operation stops its timer ([timingwheel.Timer.Stop]), so
+// [Purgatory.NumDelayed] drops at once. An expiry checks the canceled flag
+// in the same compare-and-swap: an operation whose timeout was canceled by
+// [Purgatory.CancelForKey] or [Purgatory.Close] does not expire, even if its
+// timer had already fired.
+//
+// # Never missing a completion
+//
+// [Purgatory.TryCompleteElseWatch] tries the operation, then watches it under
+// each key, then tries it again, and only then arms its timeout. A change
+// made before the second try starts is seen by it; a change made after it is
+// followed, as the caller must ensure, by a [Purgatory.CheckAndComplete] of a
+// key, which finds the operation in that key's watch list.
+//
+// Two goroutines may want to try one operation at once, one of them having
+// just made the change the other's try would not see. TryComplete of one
+// operation never runs twice at once, and no goroutine waits for another's
+// TryComplete: a try that finds one running sets a retry flag in the state
+// word and returns; the running one can clear its running flag only while
+// the retry flag is clear, so it sees the flag and runs TryComplete again,
+// after the change. The running one's compare-and-swap that clears the flag
+// observes the one that set it, so the new run also sees the change's memory
+// writes.
+//
+// # Locks
+//
+// Watch lists are kept in shards (16 per GOMAXPROCS rounded up to a power of
+// two, from 16 to 1024), by a
+// [hash/maphash.Comparable] hash of the key, each a map from key to a slice of
+// operations under its own mutex, so that calls on different keys rarely
+// meet on a lock. A goroutine holds at most one shard lock at a time, only
+// for map and slice work and atomic updates of operation states; never while
+// TryComplete, OnComplete or OnExpiration runs, and never while it calls the
+// SystemTimer. CheckAndComplete copies the key's list under the lock and
+// tries the copy without it. The only serialization around user code is the
+// per-operation one described above.
+//
+// # Memory
+//
+// Completed operations leave the watch lists of all their keys. This happens
+// eagerly where the keys are at hand: CheckAndComplete drops the completed
+// operations it finds from the list it scanned, and TryCompleteElseWatch
+// unwatches an operation that completed while it was being watched. The
+// other entries of a completed operation (it completed by ForceComplete, by
+// its timeout, or through another key) are stale. The number of stale entries is counted
+// exactly: the state word of an operation also holds how many entries point
+// at it, so completion knows how many entries it makes stale, and each
+// removal knows whether it removes a stale one. When the count passes the
+// purge interval ([WithPurgeInterval], default 1000), the goroutine whose
+// completion passed it purges every watch list, one shard lock at a time;
+// no background goroutine is needed. A purge looks at every entry, so it
+// costs about (watched entries / purge interval) entry checks per stale
+// entry: with many operations waiting, a larger interval trades memory for
+// CPU.
+//
+// So the watch lists ([Purgatory.Watched]) never hold more than the entries
+// of the operations not yet completed, plus the purge interval, plus the
+// entries of the completions in flight. A list whose array is at most a quarter used is copied to a
+// smaller one, an empty list is deleted, and a shard's map is rebuilt once
+// it holds at most a quarter of the keys it once held, since a Go map keeps
+// its memory when keys are deleted. An operation whose timeout was canceled
+// by CancelForKey and that no other key's CheckAndComplete completes stays
+// watched until it is force-completed: that is the caller's to do.
+//
+// # Closing
+//
+// [Purgatory.Close] takes every operation not completed out of the watch
+// lists, cancels its timeout and returns it; the purgatory never touches it
+// again, and the caller may complete it with ForceComplete (for instance to
+// answer with an error). Later calls of TryCompleteElseWatch,
+// CheckAndComplete and CancelForKey return [ErrClosed]. If the purgatory
+// created its SystemTimer, Close stops it, which waits for the timer
+// callbacks that are running. The purgatory starts no goroutine of its own,
+// so none outlives Close.
+package purgatory

@@ -1,0 +1,152 @@
+package purgatory
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// failAfter is a failure detector, never a synchronisation point: it
+// bounds how long a test waits for something that must happen.
+const failAfter = 10 * time.Second
+
+func recv[T any](t testing.TB, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(failAfter):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// newP returns a purgatory that the test closes when it ends.
+func newP[K comparable](t testing.TB, opts ...Option) *Purgatory[K] {
+	t.Helper()
+	p, err := New[K](opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// newTimer returns a SystemTimer that the test stops when it ends.
+func newTimer(t testing.TB, opts ...timingwheel.Option) *timingwheel.SystemTimer {
+	t.Helper()
+	st, err := timingwheel.New(opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Stop() })
+	return st
+}
+
+// testOp completes once ready is set and it is tried. It counts every
+// call the purgatory makes to it and notices overlapping TryComplete calls.
+type testOp struct {
+	Op
+	ready atomic.Bool
+
+	// tryHook, if set, runs inside the n-th TryComplete, after the
+	// condition was read.
+	tryHook      func(n int32)
+	completeHook func()
+	expireHook   func()
+
+	tries, completes, expirations atomic.Int32
+	inTry                         atomic.Int32
+	overlap                       atomic.Bool // two TryComplete calls ran at once
+	expiredFirst                  atomic.Bool // OnComplete found OnExpiration done
+}
+
+func newOp(timeout time.Duration) *testOp {
+	return &testOp{Op: Op{Timeout: timeout}}
+}
+
+func (o *testOp) TryComplete() bool {
+	if o.inTry.Add(1) != 1 {
+		o.overlap.Store(true)
+	}
+	defer o.inTry.Add(-1)
+	n := o.tries.Add(1)
+	ready := o.ready.Load()
+	if o.tryHook != nil {
+		o.tryHook(n)
+	}
+	if ready {
+		return o.ForceComplete()
+	}
+	return false
+}
+
+func (o *testOp) OnComplete() {
+	if o.expirations.Load() > 0 {
+		o.expiredFirst.Store(true)
+	}
+	o.completes.Add(1)
+	if o.completeHook != nil {
+		o.completeHook()
+	}
+}
+
+func (o *testOp) OnExpiration() {
+	o.expirations.Add(1)
+	if o.expireHook != nil {
+		o.expireHook()
+	}
+}
+
+// refs returns the number of watch-list entries o's state word counts.
+func refs(o *Op) int { return int(o.state.Load() >> refShift) }
+
+// checkInvariants checks, while no call of p runs, that the counters match
+// the watch lists: Watched is the number of entries, the stale count the
+// number of entries of completed operations, every operation's entry count
+// its number of entries (ops lists operations that may be in no list), no
+// list is empty and every key is in its own shard.
+func checkInvariants[K comparable](t testing.TB, p *Purgatory[K], ops ...*testOp) {
+	t.Helper()
+	entries := make(map[*Op]int)
+	total, stale := 0, 0
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.mu.Lock()
+		for k, list := range sh.lists {
+			assert.NotEmpty(t, list, "key %v: empty list kept", k)
+			assert.Same(t, sh, p.shardOf(k), "key %v in the wrong shard", k)
+			total += len(list)
+			for _, o := range list {
+				entries[o]++
+				if o.IsCompleted() {
+					stale++
+				}
+			}
+		}
+		assert.LessOrEqual(t, len(sh.lists), sh.peak, "shard %d: peak", i)
+		sh.mu.Unlock()
+	}
+	assert.Equal(t, int64(total), p.watched.Load(), "Watched is not the number of entries")
+	assert.Equal(t, int64(stale), p.stale.Load(), "the stale count is not the number of stale entries")
+	for o, n := range entries {
+		assert.Equal(t, n, refs(o), "an operation's entry count")
+	}
+	for _, o := range ops {
+		assert.Equal(t, entries[&o.Op], refs(&o.Op), "an operation's entry count")
+	}
+}
+
+// listLen returns the length of key's watch list and whether the key has one.
+func listLen[K comparable](p *Purgatory[K], key K) (int, bool) {
+	sh := p.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l, ok := sh.lists[key]
+	return len(l), ok
+}

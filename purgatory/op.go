@@ -1,0 +1,251 @@
+package purgatory
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+)
+
+// An Operation is a request parked in a [Purgatory] until it can complete or
+// its timeout fires. Implement it by embedding [Op] in a struct and giving
+// the struct's pointer type the three methods below; Op provides the rest,
+// and its unexported method keeps any other type from satisfying the
+// interface.
+//
+// None of the methods is called with a lock of the purgatory held, so each
+// may call any method of the purgatory or of any operation.
+type Operation interface {
+	// TryComplete checks whether the operation can complete now and, if
+	// it can, completes it with ForceComplete and returns what
+	// ForceComplete returned; otherwise it returns false. The purgatory
+	// never runs two TryComplete calls of one operation at once, and it
+	// does not call it once the operation is completed.
+	TryComplete() bool
+
+	// OnComplete is called exactly once, whichever way the operation
+	// ends: by TryComplete, by ForceComplete or by its timeout. It is
+	// the last call the purgatory makes to the operation.
+	OnComplete()
+
+	// OnExpiration is called when the timeout completed the operation,
+	// just before OnComplete, and otherwise never.
+	OnExpiration()
+
+	// ForceComplete and IsCompleted are provided by Op.
+	ForceComplete() bool
+	IsCompleted() bool
+
+	base() *Op
+}
+
+// Op is the part of an operation the purgatory keeps: its timeout, whether
+// it is completed, its timer. Embed it by value in an operation type. An Op
+// must not be copied once used, and an operation can be passed to
+// TryCompleteElseWatch only once.
+type Op struct {
+	// Timeout is how long the operation waits, from the moment
+	// TryCompleteElseWatch arms its timer, before it expires. Set it
+	// before TryCompleteElseWatch, which reads it once. Zero expires the
+	// operation at once unless TryCompleteElseWatch completes it;
+	// negative is an error.
+	Timeout time.Duration
+
+	// state holds the flags below and, from refShift up, the number of
+	// watch-list entries that point at the operation. Keeping both in one
+	// word is what makes the count of stale entries exact: an entry is
+	// stale if the op was completed when the entry was removed, and
+	// removal and completion are ordered by this word.
+	state atomic.Uint64
+
+	// self and p are written once by TryCompleteElseWatch before it sets
+	// stReady, and read only after seeing stReady.
+	self Operation
+	p    *core
+
+	timer atomic.Pointer[timingwheel.Timer] // set once armed; nil once stopped
+}
+
+// Flags of Op.state.
+const (
+	stCompleted uint64 = 1 << iota // won the completion; final
+	stRunning                      // a goroutine is running TryComplete
+	stRetry                        // a try was asked for while stRunning: run again
+	stClaimed                      // passed to TryCompleteElseWatch
+	stReady                        // self and p are set: the op can complete
+	stCanceled                     // the timeout is canceled: the op will not expire
+	stDetached                     // the purgatory let go of it: no more tries or watches
+
+	refShift        = 32
+	refOne   uint64 = 1 << refShift
+)
+
+func (o *Op) base() *Op { return o }
+
+// IsCompleted reports whether the operation has completed. It becomes true
+// when the completion is decided, just before OnExpiration and OnComplete
+// run.
+func (o *Op) IsCompleted() bool { return o.state.Load()&stCompleted != 0 }
+
+// ForceComplete completes the operation unless it is already completed, and
+// reports whether this call completed it; if so it calls OnComplete, on the
+// calling goroutine, before returning, and the operation's timeout will not
+// fire. Before the operation has been passed to TryCompleteElseWatch, it
+// does nothing and returns false.
+func (o *Op) ForceComplete() bool { return o.complete(false) }
+
+// complete is the one place an operation completes: the compare-and-swap
+// that sets stCompleted decides which caller runs the callbacks, so they run
+// exactly once. An expiry does not complete an operation whose timeout was
+// canceled.
+func (o *Op) complete(expiry bool) bool {
+	for {
+		s := o.state.Load()
+		if s&(stCompleted|stReady) != stReady || expiry && s&stCanceled != 0 {
+			return false
+		}
+		if o.state.CompareAndSwap(s, s|stCompleted) {
+			p := o.p
+			if refs := int64(s >> refShift); refs > 0 {
+				p.stale.Add(refs) // every entry of the op is stale now
+			}
+			if expiry {
+				o.self.OnExpiration()
+			} else {
+				o.stopTimer()
+			}
+			o.self.OnComplete()
+			p.maybePurge()
+			return true
+		}
+	}
+}
+
+// expire is the function of the operation's timer.
+func (o *Op) expire() {
+	o.p.delayed.Add(-1)
+	o.complete(true)
+}
+
+// stopTimer stops the operation's timer if it is armed; the timer's
+// callback or the one stopTimer that stops it takes it off NumDelayed.
+func (o *Op) stopTimer() {
+	if t := o.timer.Swap(nil); t != nil && t.Stop() {
+		o.p.delayed.Add(-1)
+	}
+}
+
+// try runs TryComplete unless the operation is completed or detached, and
+// reports whether a TryComplete it ran completed the operation.
+//
+// Tries of one operation never overlap. A try that finds another one
+// running does not wait: it sets stRetry and returns, and the running one,
+// which can only drop stRunning while stRetry is clear, runs TryComplete
+// again. That later run starts after the caller's change to the
+// operation's condition (the CAS that set stRetry is observed by the one
+// that clears it), so no change is missed and no goroutine blocks on
+// another's TryComplete.
+func (o *Op) try() bool {
+	for {
+		s := o.state.Load()
+		switch {
+		case s&(stCompleted|stDetached) != 0:
+			return false
+		case s&stRunning != 0:
+			// Swap even if stRetry is set already: the running try
+			// must observe this write, so that our caller's change
+			// happens before its next TryComplete.
+			if o.state.CompareAndSwap(s, s|stRetry) {
+				return false
+			}
+		case o.state.CompareAndSwap(s, s|stRunning):
+			return o.run()
+		}
+	}
+}
+
+// run runs TryComplete, and again as long as stRetry was set meanwhile and
+// the operation is not completed, then drops stRunning.
+func (o *Op) run() (done bool) {
+	released := false
+	defer func() {
+		if !released { // TryComplete panicked: let the next try run
+			o.state.And(^(stRunning | stRetry))
+		}
+	}()
+	for {
+		if o.self.TryComplete() {
+			done = true
+		}
+		again := false
+		for !again {
+			s := o.state.Load()
+			if s&stRetry != 0 && s&(stCompleted|stDetached) == 0 {
+				again = o.state.CompareAndSwap(s, s&^stRetry)
+				continue
+			}
+			if o.state.CompareAndSwap(s, s&^(stRunning|stRetry)) {
+				released = true
+				return done
+			}
+		}
+	}
+}
+
+// addRef counts a new watch-list entry, unless the operation is completed
+// or detached, in which case no entry must be made. Called with the lock of
+// the entry's shard held.
+func (o *Op) addRef() bool {
+	for {
+		s := o.state.Load()
+		if s&(stCompleted|stDetached) != 0 {
+			return false
+		}
+		if o.state.CompareAndSwap(s, s+refOne) {
+			return true
+		}
+	}
+}
+
+// dropRef uncounts a removed watch-list entry and reports whether the entry
+// was stale: whether the operation was completed, so that complete counted
+// the entry in core.stale.
+func (o *Op) dropRef() (stale bool) {
+	return o.state.Add(^(refOne-1))&stCompleted != 0
+}
+
+// dead reports whether the operation's entries can go: it is completed or
+// the purgatory let go of it.
+func (o *Op) dead() bool { return o.state.Load()&(stCompleted|stDetached) != 0 }
+
+// cancel cancels the operation's timeout unless it is completed or
+// detached, and reports whether it did (or had already).
+func (o *Op) cancel() bool {
+	for {
+		s := o.state.Load()
+		if s&(stCompleted|stDetached) != 0 {
+			return false
+		}
+		if s&stCanceled != 0 || o.state.CompareAndSwap(s, s|stCanceled) {
+			o.stopTimer()
+			return true
+		}
+	}
+}
+
+// detach makes the purgatory let go of the operation unless it is completed,
+// already detached, or has one of the flags in unless, and reports whether
+// it did: the timeout is canceled and the operation is never tried or
+// watched again. Only ForceComplete can then complete it. The caller stops
+// the timer.
+func (o *Op) detach(unless uint64) bool {
+	for {
+		s := o.state.Load()
+		if s&(stCompleted|stDetached|unless) != 0 {
+			return false
+		}
+		if o.state.CompareAndSwap(s, s|stDetached|stCanceled) {
+			return true
+		}
+	}
+}
