@@ -1,6 +1,7 @@
 package timingwheel_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -103,5 +104,45 @@ func TestAllocs(t *testing.T) {
 		tm.Stop()
 	}); a > 1 {
 		t.Errorf("AfterFunc+Stop allocates %v times per pair, want at most 1", a)
+	}
+}
+
+// BenchmarkWithTimeoutCancel times a request-timeout context made and
+// canceled under a cancelable parent (as a server's request context is),
+// with n other such contexts pending: SystemTimer.WithTimeout against
+// context.WithTimeout, in the same run.
+func BenchmarkWithTimeoutCancel(b *testing.B) {
+	for _, n := range []int{0, 10_000} {
+		parent, cancelParent := context.WithCancel(context.Background())
+		defer cancelParent()
+		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
+			st, err := timingwheel.New()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Stop()
+			for range n {
+				_, cancel := st.WithTimeout(parent, time.Minute)
+				defer cancel()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := st.WithTimeout(parent, 30*time.Second)
+				_ = ctx.Done() // makes the Done channel, as a handler's select does
+				cancel()
+			}
+		})
+		b.Run(fmt.Sprintf("impl=runtime/pending=%d", n), func(b *testing.B) {
+			for range n {
+				_, cancel := context.WithTimeout(parent, time.Minute)
+				defer cancel()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(parent, 30*time.Second)
+				_ = ctx.Done()
+				cancel()
+			}
+		})
 	}
 }

@@ -79,8 +79,10 @@ func TestWithTimeoutParentCanceled(t *testing.T) {
 		<-ctx.Done()
 		assert.Equal(t, context.Canceled, ctx.Err())
 		assert.Equal(t, cause, context.Cause(ctx))
-		synctest.Wait()
-		assert.Equal(t, 0, st.Len(), "parent cancel releases the wheel entry")
+		assert.Equal(t, 1, st.Len(), "the entry stays until cancel")
+		cancel()
+		assert.Equal(t, context.Canceled, ctx.Err())
+		assert.Equal(t, 0, st.Len(), "cancel releases the wheel entry")
 
 		// A parent that is already done.
 		ctx2, cancel2 := st.WithTimeout(parent, time.Hour)
@@ -140,5 +142,43 @@ func TestWithTimeoutContextsStoppedWithTimer(t *testing.T) {
 		assert.Equal(t, []*Timer{tm}, left, "contexts are not returned as timers")
 		<-ctx.Done()
 		assert.Equal(t, context.Canceled, ctx.Err())
+	})
+}
+
+// TestWithTimeoutFirstReasonSticks: Err never changes once set, whichever of
+// expiry, cancel and parent cancellation comes first.
+func TestWithTimeoutFirstReasonSticks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+
+		// Parent first, then the deadline passes.
+		parent, cancelParent := context.WithCancel(context.Background())
+		ctx, cancel := st.WithTimeout(parent, time.Second)
+		defer cancel()
+		cancelParent()
+		assert.Equal(t, context.Canceled, ctx.Err())
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, context.Canceled, ctx.Err(), "the expiry after the parent's cancel changed Err")
+
+		// The deadline first, then the parent is canceled.
+		parent, cancelParent = context.WithCancel(context.Background())
+		ctx, cancel = st.WithTimeout(parent, time.Second)
+		defer cancel()
+		<-ctx.Done()
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
+		cancelParent()
+		cancel()
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err(), "a later cancel changed Err")
+		assert.Equal(t, context.DeadlineExceeded, context.Cause(ctx))
+
+		// A parent that expires by its own (earlier) deadline.
+		stdParent, cancelStd := context.WithTimeout(context.Background(), time.Second)
+		defer cancelStd()
+		ctx, cancel = st.WithTimeout(stdParent, time.Hour)
+		defer cancel()
+		<-ctx.Done()
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
 	})
 }

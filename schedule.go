@@ -49,7 +49,7 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	}
 	p := &periodic{sched: s, f: f}
 	t := &p.t
-	t.f, t.kind = p.run, kindPeriodic
+	t.kind = kindPeriodic // runTimer calls p.run
 	t.sh = st.shardOf(t)
 	if st.closed.Load() {
 		return nil, ErrStopped

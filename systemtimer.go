@@ -91,7 +91,7 @@ type Timer struct {
 	// incoming stack; it is written before the push and read by the
 	// drainer after the pop.
 	next, prev *Timer
-	f          func() // set before the timer is armed, then immutable
+	f          func() // set before the timer is armed, then immutable; nil for contexts and periodic timers
 	sh         *shard // immutable
 	// at is, while the timer is queued, its deadline in ns since the
 	// epoch; once placed, the tick it is due at: the deadline rounded up,
@@ -150,7 +150,19 @@ func New(opts ...Option) (*SystemTimer, error) {
 	return st, nil
 }
 
-func runTimer(t *Timer) { t.f() }
+// runTimer runs a timer's function. Contexts and periodic timers have
+// none: their Timer is the first field of a struct that knows what to do,
+// which saves the allocation of a method value per timer.
+func runTimer(t *Timer) {
+	switch t.kind {
+	case kindContext:
+		ctxOf(t).expire()
+	case kindPeriodic:
+		periodicOf(t).run()
+	default:
+		t.f()
+	}
+}
 
 // now returns the current time in ns since the epoch.
 func (st *SystemTimer) now() int64 {
@@ -396,7 +408,7 @@ func (st *SystemTimer) Stop() []*Timer {
 	kept := left[:0]
 	for _, t := range left {
 		if t.kind == kindContext {
-			ctxOf(t).cancel(errCanceled, false)
+			ctxOf(t).cancel()
 			continue
 		}
 		kept = append(kept, t)
