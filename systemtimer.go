@@ -46,10 +46,6 @@ type SystemTimer struct {
 	maxPending int64
 	pending    atomic.Int64 // pending timers, kept only with WithMaxPending
 
-	// lazyOK allows AfterFunc's written-out fast path: the clock is the
-	// real one and there is no WithMaxPending bound to count against.
-	lazyOK bool
-
 	_ [64]byte // wakeAt and closed are read on every AfterFunc: keep them apart
 	// wakeAt bounds when the driver next drains the shards' incoming
 	// stacks, in ns since the epoch: it is the time of the delay queue's
@@ -119,7 +115,6 @@ func New(opts ...Option) (*SystemTimer, error) {
 		driverDone: make(chan struct{}),
 		manual:     c.manual,
 	}
-	st.lazyOK = st.realClock && st.maxPending == 0
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -203,31 +198,17 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 	}
 	t := &Timer{f: f}
 	t.sh = st.shardOf(t)
-	if d > 0 && st.lazyOK {
-		// The common case, written out: read the clock, push t.
-		when := satAdd(int64(time.Since(st.epoch)), int64(d))
-		if when >= st.wakeAt.Load() && !st.closed.Load() {
-			t.at = when // t.state is stateQueued, the zero value
-			t.sh.push(t)
-			if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
-				return t, nil
-			}
-			return t, st.pushedSlow(t, when)
+	if d <= 0 {
+		if err := st.fireNew(t); err != nil {
+			return nil, err
 		}
+		return t, nil
 	}
-	if err := st.start(t, d); err != nil {
+	now := st.now()
+	if err := st.arm(t, satAdd(now, int64(d)), now); err != nil {
 		return nil, err
 	}
 	return t, nil
-}
-
-// start arms a new timer to run after d.
-func (st *SystemTimer) start(t *Timer, d time.Duration) error {
-	if d <= 0 {
-		return st.fireNew(t)
-	}
-	now := st.now()
-	return st.arm(t, satAdd(now, int64(d)), now)
 }
 
 // arm arms a new timer to run at when (ns since the epoch).
@@ -237,6 +218,9 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 	}
 	t.at = when // t.state is stateQueued, the zero value
 	t.sh.push(t)
+	if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
+		return nil // the common case
+	}
 	return st.pushedSlow(t, when)
 }
 

@@ -1,7 +1,7 @@
 package delayqueue
 
 import (
-	"slices"
+	"container/heap"
 	"testing"
 	"time"
 
@@ -16,10 +16,35 @@ type manualClock struct {
 
 func (c *manualClock) Now() time.Time { return c.now }
 
-// FuzzQueueAgainstSortedSlice drives offers, polls and clock moves through a
-// Queue and through a sorted slice, and demands the same items out in the
+// refItem and refHeap are the reference: container/heap ordered by time,
+// then by offer order.
+type refItem struct {
+	at  time.Time
+	seq int
+}
+
+type refHeap []refItem
+
+func (h refHeap) Len() int { return len(h) }
+func (h refHeap) Less(i, j int) bool {
+	if h[i].at.Equal(h[j].at) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].at.Before(h[j].at)
+}
+func (h refHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *refHeap) Push(x any)   { *h = append(*h, x.(refItem)) }
+func (h *refHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// FuzzQueueAgainstReferenceHeap drives offers, polls and clock moves through
+// a Queue and through container/heap, and demands the same items out in the
 // same order.
-func FuzzQueueAgainstSortedSlice(f *testing.F) {
+func FuzzQueueAgainstReferenceHeap(f *testing.F) {
 	f.Add([]byte{0, 5, 0, 5, 1, 2, 10, 1, 1})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 2, 0, 1, 1, 1})
 	f.Add([]byte{0, 255, 0, 1, 2, 255, 1, 2, 3, 1})
@@ -28,11 +53,7 @@ func FuzzQueueAgainstSortedSlice(f *testing.F) {
 		c := &manualClock{now: base}
 		q := New[int](c)
 		defer q.Close()
-		type item struct {
-			at  time.Time
-			seq int
-		}
-		var model []item
+		var model refHeap
 		seq := 0
 		for i := 0; i+1 < len(ops); i += 2 {
 			arg := time.Duration(ops[i+1])
@@ -42,8 +63,7 @@ func FuzzQueueAgainstSortedSlice(f *testing.F) {
 				if err := q.Offer(seq, at); err != nil {
 					t.Fatal(err)
 				}
-				model = append(model, item{at, seq})
-				slices.SortStableFunc(model, func(a, b item) int { return a.at.Compare(b.at) })
+				heap.Push(&model, refItem{at, seq})
 				seq++
 			case 1: // poll everything due
 				for {
@@ -58,7 +78,7 @@ func FuzzQueueAgainstSortedSlice(f *testing.F) {
 					if v != model[0].seq || !at.Equal(model[0].at) {
 						t.Fatalf("TryPoll = %d@%v, model says %d@%v", v, at, model[0].seq, model[0].at)
 					}
-					model = model[1:]
+					heap.Pop(&model)
 				}
 			case 2: // move the clock, either way
 				c.now = c.now.Add((arg - 100) * time.Millisecond)
