@@ -74,9 +74,9 @@ func (st *SystemTimer) turn() bool {
 // placed, out of deadline order.
 func (st *SystemTimer) handle(ref bucketRef) {
 	if st.cascadeChunk(ref.exp) {
-		if _, err := st.dq.Push(ref, st.tickTime(ref.exp)); err != nil {
-			return // closed: Stop collects the bucket's timers
-		}
+		// Once the queue is closed the push fails, and Stop collects
+		// the bucket's timers.
+		_, _ = st.dq.Push(ref, st.tickTime(ref.exp))
 		return
 	}
 	st.expire(ref)

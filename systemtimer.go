@@ -50,7 +50,7 @@ type SystemTimer struct {
 	// wakeAt bounds when the driver next drains the shards' incoming
 	// stacks, in ns since the epoch: it is the time of the delay queue's
 	// head, or later. AfterFunc may leave a timer due at or after wakeAt
-	// on an incoming stack instead of placing it; see startLazy.
+	// on an incoming stack instead of placing it; see shard.push.
 	wakeAt atomic.Int64
 	closed atomic.Bool
 	_      [64]byte

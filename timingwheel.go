@@ -36,13 +36,13 @@ const pageSize = 16
 // spread over shards by address so that goroutines on different cores rarely
 // meet on one lock; all shards share the delay queue and the driver.
 type shard struct {
-	// incoming is a lock-free stack of timers armed by AfterFunc and not
-	// placed yet; see SystemTimer.startLazy. It is drained under mu.
+	// incoming is a lock-free stack of timers armed and not placed yet;
+	// see shard.push. It is drained under mu.
 	incoming atomic.Pointer[Timer]
 
-	// mu guards every field below, the buckets of every level, and the
-	// link and when fields of every placed timer of the shard, and the
-	// changes of their states.
+	// mu guards every field below, the buckets of every level, the link
+	// and at fields of every placed timer of the shard, and the changes of
+	// their states (but a queued timer's CAS to stopped).
 	mu sync.Mutex
 
 	// c0 is the wheel time, in base ticks: the latest expiration the
