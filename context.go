@@ -10,7 +10,13 @@ import (
 // WithTimeout returns WithDeadline(parent, now+d), now being the
 // SystemTimer's clock.
 func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return st.WithDeadline(parent, st.clock.Now().Add(d))
+	var now time.Time
+	if st.realClock {
+		now = time.Now() // not through the clock.Clock interface
+	} else {
+		now = st.clock.Now()
+	}
+	return st.withDeadline(parent, now.Add(d), int64(now.Sub(st.epoch)))
 }
 
 // WithDeadline is context.WithDeadline with the deadline kept on the wheel
@@ -29,6 +35,12 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 // canceled at once, with context.Canceled; contexts still waiting when it
 // stops are canceled then.
 func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	return st.withDeadline(parent, d, st.now())
+}
+
+// withDeadline is WithDeadline, with the current time, in ns since the
+// epoch, read by the caller.
+func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, now int64) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: WithDeadline: nil parent context")
 	}
@@ -43,7 +55,6 @@ func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (contex
 	c.t.kind = kindContext
 	c.t.sh = st.shardOf(&c.t)
 
-	now := st.now()
 	when := int64(d.Sub(st.epoch))
 	switch {
 	case c.inner.Err() != nil: // parent is done already
