@@ -65,11 +65,12 @@ type SystemTimer struct {
 // Timer states. A timer leaves stateQueued by a CAS, with or without the
 // shard's lock; every other change happens under the lock.
 const (
-	stateQueued  uint32 = iota // on its shard's incoming stack, not placed yet
-	statePending               // linked in a bucket, or in transit or cascade
-	stateFired                 // handed to the executor
-	stateStopped               // stopped before it fired, or periodic and stopped
-	stateIdle                  // never armed
+	stateQueued   uint32 = iota // on its shard's incoming stack, not placed yet
+	statePending                // linked in a bucket, or in transit or cascade
+	stateFired                  // handed to the executor
+	stateStopped                // stopped before it fired, or periodic and stopped
+	stateReturned               // returned by SystemTimer.Stop
+	stateIdle                   // never armed
 )
 
 // Timer kinds; immutable.
@@ -348,15 +349,27 @@ func (st *SystemTimer) Stop() []*Timer {
 	st.dq.Close()
 	<-st.driverDone
 
-	var left []*Timer
+	// Every pending timer is returned: size the result once, since with
+	// millions of timers growing it by appending costs seconds.
+	n := 0
+	for i := range st.shards {
+		sh := &st.shards[i]
+		sh.mu.Lock()
+		n += sh.count
+		sh.mu.Unlock()
+	}
+	left := make([]*Timer, 0, n+drainDepth*len(st.shards))
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.mu.Lock()
 		sh.closed = true
-		for t := sh.incoming.Swap(nil); t != nil; t = t.next {
-			if t.state.CompareAndSwap(stateQueued, stateStopped) {
+		for t := sh.incoming.Swap(nil); t != nil; {
+			next := t.next
+			if t.state.CompareAndSwap(stateQueued, stateReturned) {
+				t.next = nil
 				left = append(left, t)
 			}
+			t = next
 		}
 		collect := func(l *lanes) {
 			for i := range l.lane {
@@ -364,7 +377,7 @@ func (st *SystemTimer) Stop() []*Timer {
 				for t := root.next; t != root; {
 					next := t.next
 					t.next, t.prev = nil, nil
-					t.state.Store(stateStopped)
+					t.state.Store(stateReturned)
 					left = append(left, t)
 					t = next
 				}
@@ -380,9 +393,11 @@ func (st *SystemTimer) Stop() []*Timer {
 		sh.mu.Unlock()
 	}
 	for _, t := range st.pool.Close() {
-		// A timer reset while it sat in the executor is pending again
-		// and was collected above; one stopped meanwhile is not ours.
-		if t.state.CompareAndSwap(stateFired, stateStopped) {
+		// A run handed to the executor is owed even if the timer was
+		// reset or stopped since, so a run that never started returns
+		// its timer: once, if it was also collected above or was queued
+		// twice.
+		if t.state.Swap(stateReturned) != stateReturned {
 			left = append(left, t)
 		}
 	}

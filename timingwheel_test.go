@@ -954,3 +954,31 @@ func TestClockPastLargestDeadline(t *testing.T) {
 	assert.Equal(t, 1, st.Len())
 	assert.True(t, far.Stop())
 }
+
+// TestSystemTimerStopReturnsOwedRun: a timer whose run is queued in the
+// executor, then Reset (false: the run is still owed) and Stopped (true: the
+// new arming is canceled), is still owed its queued run; Stop must return
+// it, since that run never started. Found by reading the code during the
+// soak work.
+func TestSystemTimerStopReturnsOwedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithWorkers(1))
+		release := make(chan struct{})
+		_, err := st.AfterFunc(time.Millisecond, func() { <-release })
+		require.NoError(t, err)
+		var ran atomic.Bool
+		tm, err := st.AfterFunc(2*time.Millisecond, func() { ran.Store(true) })
+		require.NoError(t, err)
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait() // tm's run is queued behind the blocked worker
+		require.False(t, tm.Reset(time.Hour), "tm had fired")
+		require.True(t, tm.Stop(), "the new arming was pending")
+		got := make(chan []*Timer)
+		go func() { got <- st.Stop() }()
+		synctest.Wait()
+		close(release)
+		left := <-got
+		assert.False(t, ran.Load())
+		assert.Equal(t, []*Timer{tm}, left, "the owed run never started, and tm was not returned")
+	})
+}
