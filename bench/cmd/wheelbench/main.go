@@ -75,6 +75,11 @@ func main() {
 			f.Close()
 		}()
 	}
+	if *soakFor > 0 { // the soak mode (soak.go): a long run instead of the workloads
+		code := soakMain()
+		pprof.StopCPUProfile() // os.Exit skips the deferred stop
+		os.Exit(code)
+	}
 
 	out := bufio.NewWriter(os.Stdout)
 	writeHeader(out, prof, specs)
