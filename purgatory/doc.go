@@ -1,6 +1,7 @@
 // Package purgatory holds requests that cannot be answered yet until a
 // condition holds or their timeout fires: Kafka's DelayedOperationPurgatory,
-// for brokers and proxies, with its timeouts on a [timingwheel.SystemTimer].
+// for brokers and proxies, with its timeouts on a [timingwheel.SystemTimer]
+// (or, with [WithAfterFunc], on any other timer, such as [time.AfterFunc]).
 //
 // A fetch that waits for enough bytes, or a produce that waits for its
 // replicas, is an operation: a type that embeds [Op] and implements
@@ -66,12 +67,12 @@
 //
 // Watch lists are kept in shards (16 per GOMAXPROCS rounded up to a power of
 // two, from 16 to 1024), by a
-// [hash/maphash.Comparable] hash of the key, each a map from key to a slice of
+// [hash/maphash.Comparable] hash of the key, each a map from key to a list of
 // operations under its own mutex, so that calls on different keys rarely
 // meet on a lock. A goroutine holds at most one shard lock at a time, only
 // for map and slice work and atomic updates of operation states; never while
 // TryComplete, OnComplete or OnExpiration runs, and never while it calls the
-// SystemTimer. CheckAndComplete copies the key's list under the lock and
+// timer. CheckAndComplete copies the key's list under the lock and
 // tries the copy without it. The only serialization around user code is the
 // per-operation one described above.
 //
@@ -82,25 +83,38 @@
 // operations it finds from the list it scanned, and TryCompleteElseWatch
 // unwatches an operation that completed while it was being watched. The
 // other entries of a completed operation (it completed by ForceComplete, by
-// its timeout, or through another key) are stale. The number of stale entries is counted
-// exactly: the state word of an operation also holds how many entries point
-// at it, so completion knows how many entries it makes stale, and each
-// removal knows whether it removes a stale one. When the count passes the
-// purge interval ([WithPurgeInterval], default 1000), the goroutine whose
-// completion passed it purges every watch list, one shard lock at a time;
-// no background goroutine is needed. A purge looks at every entry, so it
-// costs about (watched entries / purge interval) entry checks per stale
-// entry: with many operations waiting, a larger interval trades memory for
-// CPU.
+// its timeout, or through another key) are stale. The number of stale
+// entries is counted exactly: the state word of an operation also holds how
+// many entries point at it, so completion knows how many entries it makes
+// stale, and each removal knows whether it removes a stale one. When the
+// count passes the purge interval ([WithPurgeInterval], default 1000), the
+// goroutine whose completion passed it purges; no background goroutine is
+// needed.
+//
+// A purge visits only the stale entries, not the lists: an operation keeps,
+// for each of its keys, a reference to its entry (the list and the entry's
+// position; in the operation itself for up to three keys), and a list is
+// kept in no particular order, so an entry is removed by moving the list's
+// last entry into its place. A completion that leaves stale entries queues
+// its operation; the purge takes the queue, sorts the entries by shard and
+// takes each shard lock once. So a purge costs about the same per stale
+// entry however many operations wait, where scanning every list costs
+// (watched entries / purge interval) checks per stale entry. Only when the
+// lists hold at most four entries per stale one does a purge scan them
+// instead, which is then the cheaper. The queue also triggers a purge when
+// it holds more operations than the interval, since CheckAndComplete may
+// remove the entries of queued operations first.
 //
 // So the watch lists ([Purgatory.Watched]) never hold more than the entries
 // of the operations not yet completed, plus the purge interval, plus the
-// entries of the completions in flight. A list whose array is at most a quarter used is copied to a
-// smaller one, an empty list is deleted, and a shard's map is rebuilt once
-// it holds at most a quarter of the keys it once held, since a Go map keeps
-// its memory when keys are deleted. An operation whose timeout was canceled
-// by CancelForKey and that no other key's CheckAndComplete completes stays
-// watched until it is force-completed: that is the caller's to do.
+// entries of the completions in flight, and the queue no more than the purge
+// interval of operations, plus those in flight. A list whose array is at
+// most a quarter used is copied to a smaller one, an empty list is deleted,
+// and a shard's map is rebuilt once it holds at most a quarter of the keys
+// it once held, since a Go map keeps its memory when keys are deleted. An
+// operation whose timeout was canceled by CancelForKey and that no other
+// key's CheckAndComplete completes stays watched until it is
+// force-completed: that is the caller's to do.
 //
 // # Closing
 //
@@ -110,6 +124,8 @@
 // answer with an error). Later calls of TryCompleteElseWatch,
 // CheckAndComplete and CancelForKey return [ErrClosed]. If the purgatory
 // created its SystemTimer, Close stops it, which waits for the timer
-// callbacks that are running. The purgatory starts no goroutine of its own,
-// so none outlives Close.
+// callbacks that are running; a timer given with [WithTimer] or
+// [WithAfterFunc] is the caller's, and Close only stops the timeouts of the
+// operations it returns. The purgatory starts no goroutine of its own, so
+// none outlives Close.
 package purgatory

@@ -110,22 +110,40 @@ func refs(o *Op) int { return int(o.state.Load() >> refShift) }
 // the watch lists: Watched is the number of entries, the stale count the
 // number of entries of completed operations, every operation's entry count
 // its number of entries (ops lists operations that may be in no list), no
-// list is empty and every key is in its own shard.
+// list is empty and every key is in its own shard. It also checks the refs:
+// each entry's ref knows its list and position and belongs to its
+// operation, and every stale entry's operation is queued for the purge.
 func checkInvariants[K comparable](t testing.TB, p *Purgatory[K], ops ...*testOp) {
 	t.Helper()
+	p.queueMu.Lock()
+	queued := make(map[*Op]bool)
+	for _, o := range p.queue {
+		queued[o] = true
+	}
+	assert.Equal(t, int64(len(p.queue)), p.queued.Load(), "queued is not the queue's length")
+	p.queueMu.Unlock()
 	entries := make(map[*Op]int)
 	total, stale := 0, 0
 	for i := range p.shards {
 		sh := &p.shards[i]
 		sh.mu.Lock()
-		for k, list := range sh.lists {
-			assert.NotEmpty(t, list, "key %v: empty list kept", k)
+		for k, l := range sh.lists {
+			assert.NotEmpty(t, l.entries, "key %v: empty list kept", k)
 			assert.Same(t, sh, p.shardOf(k), "key %v in the wrong shard", k)
-			total += len(list)
-			for _, o := range list {
+			assert.Same(t, sh, &p.shards[l.shard], "key %v: the list's shard", k)
+			assert.Equal(t, any(k), l.key, "key %v: the list's key", k)
+			assert.False(t, l.gone, "key %v: a gone list in the map", k)
+			total += len(l.entries)
+			for i, e := range l.entries {
+				o := e.op
 				entries[o]++
+				if assert.Less(t, int(e.j), o.nrefs(), "key %v: an entry's ref", k) {
+					assert.Same(t, l, o.ref(int(e.j)).l, "key %v: an entry's ref is not to its list", k)
+					assert.Equal(t, int32(i), o.ref(int(e.j)).idx, "key %v: an entry's position", k)
+				}
 				if o.IsCompleted() {
 					stale++
+					assert.True(t, queued[o], "key %v: a stale entry of an operation not queued for the purge", k)
 				}
 			}
 		}
@@ -148,5 +166,8 @@ func listLen[K comparable](p *Purgatory[K], key K) (int, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	l, ok := sh.lists[key]
-	return len(l), ok
+	if !ok {
+		return 0, false
+	}
+	return len(l.entries), true
 }

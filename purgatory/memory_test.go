@@ -110,8 +110,8 @@ func TestWatchListsShrink(t *testing.T) {
 	require.Equal(t, len(ops)-10, n)
 	sh := p.shardOf(0)
 	sh.mu.Lock()
-	assert.Len(t, sh.lists[0], 10)
-	assert.LessOrEqual(t, cap(sh.lists[0]), 4*minListCap, "the list kept its array")
+	assert.Len(t, sh.lists[0].entries, 10)
+	assert.LessOrEqual(t, cap(sh.lists[0].entries), 4*minListCap, "the list kept its array")
 	sh.mu.Unlock()
 
 	// Many keys come and go.

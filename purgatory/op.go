@@ -3,8 +3,6 @@ package purgatory
 import (
 	"sync/atomic"
 	"time"
-
-	"github.com/go-timingwheel/timingwheel"
 )
 
 // An Operation is a request parked in a [Purgatory] until it can complete or
@@ -40,9 +38,9 @@ type Operation interface {
 }
 
 // Op is the part of an operation the purgatory keeps: its timeout, whether
-// it is completed, its timer. Embed it by value in an operation type. An Op
-// must not be copied once used, and an operation can be passed to
-// TryCompleteElseWatch only once.
+// it is completed, its timer, where its watch-list entries are. Embed it by
+// value in an operation type. An Op must not be copied once used, and an
+// operation can be passed to TryCompleteElseWatch only once.
 type Op struct {
 	// Timeout is how long the operation waits, from the moment
 	// TryCompleteElseWatch arms its timer, before it expires. Set it
@@ -63,7 +61,51 @@ type Op struct {
 	self Operation
 	p    *core
 
-	timer atomic.Pointer[timingwheel.Timer] // set once armed; nil once stopped
+	// timer is written once by TryCompleteElseWatch before it sets
+	// stArmed; then only the goroutine that clears stArmed reads it, and
+	// drops it.
+	timer Timer
+
+	// inline and more are where the operation's watch-list entries are,
+	// one ref per distinct key: the first three in inline (Kafka's
+	// requests are watched under a few partitions), the others in more.
+	// TryCompleteElseWatch sets them up, and each ref's l, before it sets
+	// stWatched; see ref.
+	inline [3]ref
+	more   *[]ref
+}
+
+// nrefs returns how many refs the operation has room for: len(inline), and
+// more's. A ref beyond its keys, or of a key it was never watched under
+// (TryCompleteElseWatch stopped watching early), has a nil l.
+func (o *Op) nrefs() int {
+	if o.more != nil {
+		return len(o.inline) + len(*o.more)
+	}
+	return len(o.inline)
+}
+
+// ref returns the operation's j-th ref.
+func (o *Op) ref(j int) *ref {
+	if j < len(o.inline) {
+		return &o.inline[j]
+	}
+	return &(*o.more)[j-len(o.inline)]
+}
+
+// A ref is where one watch-list entry of an operation is, so that the
+// operation's entries are found, and removed, without searching the lists:
+// the purge visits only the entries of completed operations.
+type ref struct {
+	// l is the list the entry is in, nil if the operation was never
+	// watched under the key. It is written once, under the list's shard
+	// lock, by TryCompleteElseWatch; others read it only after seeing
+	// stWatched, or under that lock.
+	l *list
+	// idx is the entry's position in l.entries, or -1 once it left the
+	// list; guarded by l's shard lock. An entry of a gone list is void
+	// whatever its idx.
+	idx int32
 }
 
 // Flags of Op.state.
@@ -75,6 +117,8 @@ const (
 	stReady                        // self and p are set: the op can complete
 	stCanceled                     // the timeout is canceled: the op will not expire
 	stDetached                     // the purgatory let go of it: no more tries or watches
+	stArmed                        // timer is set and nobody has stopped it yet
+	stWatched                      // TryCompleteElseWatch is done watching: refs are final
 
 	refShift        = 32
 	refOne   uint64 = 1 << refShift
@@ -108,6 +152,9 @@ func (o *Op) complete(expiry bool) bool {
 			p := o.p
 			if refs := int64(s >> refShift); refs > 0 {
 				p.stale.Add(refs) // every entry of the op is stale now
+				if s&stWatched != 0 {
+					p.enqueue(o) // for the purge; else TryCompleteElseWatch unwatches it
+				}
 			}
 			if expiry {
 				o.self.OnExpiration()
@@ -129,9 +176,21 @@ func (o *Op) expire() {
 
 // stopTimer stops the operation's timer if it is armed; the timer's
 // callback or the one stopTimer that stops it takes it off NumDelayed.
+// Clearing stArmed elects the one caller that may touch the timer.
 func (o *Op) stopTimer() {
-	if t := o.timer.Swap(nil); t != nil && t.Stop() {
-		o.p.delayed.Add(-1)
+	for {
+		s := o.state.Load()
+		if s&stArmed == 0 {
+			return
+		}
+		if o.state.CompareAndSwap(s, s&^stArmed) {
+			t := o.timer
+			o.timer = nil
+			if t.Stop() {
+				o.p.delayed.Add(-1)
+			}
+			return
+		}
 	}
 }
 

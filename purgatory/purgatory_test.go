@@ -14,6 +14,7 @@ import (
 // ---- construction and bad input ----
 
 func TestNewOptions(t *testing.T) {
+	afterFunc := func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 	for _, c := range []struct {
 		name string
 		opts []Option
@@ -21,6 +22,8 @@ func TestNewOptions(t *testing.T) {
 	}{
 		{"nil option", []Option{nil}, "nil Option"},
 		{"nil timer", []Option{WithTimer(nil)}, "WithTimer(nil)"},
+		{"nil after func", []Option{WithAfterFunc(nil)}, "WithAfterFunc(nil)"},
+		{"timer and after func", []Option{WithTimer(newTimer(t)), WithAfterFunc(afterFunc)}, "give one of them"},
 		{"negative interval", []Option{WithPurgeInterval(-1)}, "WithPurgeInterval(-1)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -78,12 +78,18 @@ func (o *stressOp) OnComplete() {
 // winning ForceComplete (through TryComplete or not) or one OnExpiration,
 // never early; no TryComplete may overlap another of its operation.
 func TestStressEveryOperationEndsOnce(t *testing.T) {
+	stress(t)
+}
+
+// stress runs the test of TestStressEveryOperationEndsOnce on a purgatory
+// made with opts.
+func stress(t *testing.T, opts ...Option) {
 	n := 20_000
 	if raceEnabled || testing.Short() {
 		n = 5000
 	}
 	synctest.Test(t, func(t *testing.T) {
-		p := newP[int](t, WithPurgeInterval(50))
+		p := newP[int](t, append([]Option{WithPurgeInterval(50)}, opts...)...)
 		var events [stressKeys]atomic.Int64
 		var ended sync.WaitGroup
 		ended.Add(n)
