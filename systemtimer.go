@@ -134,6 +134,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.pool = executor.New(executor.Config[*Timer]{
 		Workers: c.workers,
 		Run:     runTimer,
+		Touch:   touchTimer,
 		OnPanic: c.onPanic,
 		Stall:   min(c.tick, time.Millisecond),
 		Manual:  c.manual,
@@ -158,6 +159,15 @@ func runTimer(t *Timer) {
 	default:
 		t.f()
 	}
+}
+
+// touchTimer reads the words runTimer starts with: the timer's kind and
+// the first word of its function's closure.
+func touchTimer(t *Timer) uintptr {
+	if t.f == nil {
+		return uintptr(t.kind)
+	}
+	return **(**uintptr)(unsafe.Pointer(&t.f))
 }
 
 // now returns the current time in ns since the epoch.

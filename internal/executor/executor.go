@@ -36,11 +36,16 @@ type Config[T any] struct {
 	OnPanic func(v any)   // receives a value Run panicked with
 	Stall   time.Duration // how long work may wait behind busy workers
 	Manual  bool          // start no goroutines; RunQueued runs the queue (tests)
+	// Touch, if set, is called on every item of a batch a worker takes,
+	// before it runs the first: it reads what Run will read, so that the
+	// batch's cache misses overlap instead of coming one at a time.
+	Touch func(T) uintptr
 }
 
 // A Pool runs submitted items.
 type Pool[T any] struct {
 	run     func(T)
+	touch   func(T) uintptr
 	onPanic func(any)
 	stall   time.Duration
 	manual  bool
@@ -76,6 +81,9 @@ type worker[T any] struct {
 	batch []T
 	end   int
 	next  atomic.Int64 // index of the first item not claimed
+	// touched keeps the sum of Touch's results, so that its reads are
+	// not optimised away; the worker's own.
+	touched uintptr
 }
 
 // claim takes the next item of the batch, if any is left.
@@ -104,6 +112,7 @@ func (w *worker[T]) steal(dst []T) []T {
 func New[T any](c Config[T]) *Pool[T] {
 	p := &Pool[T]{
 		run:     c.Run,
+		touch:   c.Touch,
 		onPanic: c.OnPanic,
 		stall:   c.Stall,
 		manual:  c.Manual,
@@ -257,6 +266,13 @@ func (p *Pool[T]) loop(helper bool) {
 		w.next.Store(0)
 		p.watch(w.end > 1)
 		p.mu.Unlock()
+		if p.touch != nil {
+			var sum uintptr
+			for _, v := range w.batch {
+				sum += p.touch(v)
+			}
+			w.touched = sum
+		}
 	}
 }
 

@@ -51,6 +51,45 @@ func TestRunsInSubmitOrderWithOneWorker(t *testing.T) {
 	})
 }
 
+// TestTouchPrecedesRun checks that a worker touches every item of a batch
+// before it runs the batch's first item, and touches each item it runs.
+func TestTouchPrecedesRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		touched := map[int]bool{}
+		var ran, early []int
+		p := New(Config[int]{
+			Workers: 1,
+			Stall:   time.Millisecond,
+			Touch: func(v int) uintptr {
+				mu.Lock()
+				touched[v] = true
+				mu.Unlock()
+				return uintptr(v)
+			},
+			Run: func(v int) {
+				mu.Lock()
+				defer mu.Unlock()
+				ran = append(ran, v)
+				// The whole batch (up to batchMax items) is touched by now.
+				last := v - v%batchMax + batchMax - 1
+				if !touched[v] || (last < 100 && !touched[last]) {
+					early = append(early, v)
+				}
+			},
+		})
+		items := make([]int, 100)
+		for i := range items {
+			items[i] = i
+		}
+		require.True(t, p.Submit(items...))
+		synctest.Wait()
+		assert.Empty(t, p.Close())
+		assert.Equal(t, items, ran)
+		assert.Empty(t, early, "items run before their batch was touched")
+	})
+}
+
 func TestPanicGoesToHandlerAndWorkerGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		panics := make(chan any, 1)
