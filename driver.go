@@ -1,6 +1,10 @@
 package timingwheel
 
-import "math"
+import (
+	"math"
+	"runtime"
+	"time"
+)
 
 // The driver. One goroutine owns the advance of time (in tests of the
 // manual harness, step plays its part). It has two kinds of work:
@@ -63,7 +67,38 @@ func (st *SystemTimer) turn() bool {
 		st.handle(ref)
 		return true
 	}
-	return st.cascadeChunk(math.MaxInt64)
+	if !st.cascadeChunk(math.MaxInt64) {
+		return false
+	}
+	st.yieldIfEarly()
+	return true
+}
+
+// cascadeYieldSlack is how far ahead of its first deadline a cascade list
+// must be for the driver to yield its P between chunks.
+const cascadeYieldSlack = time.Second
+
+// yieldIfEarly yields the processor if every cascade list is due more than
+// cascadeYieldSlack from now. A list from level 2 or above is re-placed a
+// quarter of its bucket's width ahead (65 s at the defaults) and may hold
+// millions of timers: without the yield, the driver holds a P for the
+// whole list, and on a busy machine the workers fall behind by as much
+// (a 10-minute soak saw callbacks 1 s late when such a list came due in
+// a GC cycle). Closer to the deadline, it does not yield: the list must be
+// placed before its timers are due, and a level-1 list (128 ms ahead at
+// the defaults) never waits for other goroutines.
+func (st *SystemTimer) yieldIfEarly() {
+	due := int64(math.MaxInt64)
+	for i := range st.shards {
+		due = min(due, st.shards[i].cascadeDue)
+	}
+	if due == math.MaxInt64 {
+		return
+	}
+	slack := int64(cascadeYieldSlack) / st.tick
+	if due-floorDiv(st.now(), st.tick) > slack {
+		runtime.Gosched()
+	}
 }
 
 // handle expires a bucket the delay queue gave up, unless cascade lists
