@@ -50,8 +50,17 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, now int
 	c := &timerCtx{parent: parent, deadline: d}
 	// The inner context ties c to parent as any child of parent is tied:
 	// parent's cancellation reaches it at once, with no goroutine and no
-	// registration of our own.
-	c.inner, c.cancelInner = context.WithCancelCause(parent)
+	// registration of our own. A timerCtx parent hides its inner context
+	// (see timerCtx), and a child of it would follow it through
+	// context.AfterFunc, a goroutine-free but costly path (9 allocations);
+	// so c's inner context is a child of the parent's. What c learns from
+	// it is the same: the parent's inner context ends when the parent
+	// does, and hands its cause, errExpired included, down to c's.
+	base := parent
+	if pc, ok := parent.(*timerCtx); ok {
+		base = pc.inner
+	}
+	c.inner, c.cancelInner = context.WithCancelCause(base)
 	c.t.kind = kindContext
 	c.t.sh = st.shardOf(&c.t)
 

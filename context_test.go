@@ -182,3 +182,86 @@ func TestWithTimeoutFirstReasonSticks(t *testing.T) {
 		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
 	})
 }
+
+// TestNestedWheelContexts: a wheel context under a wheel context ends as a
+// standard one under a standard one would, whichever ends first, and costs
+// no more allocations than one under a plain cancelable parent.
+func TestNestedWheelContexts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		errX := errors.New("x")
+
+		// The parent's deadline passes first.
+		parent, cancelParent := st.WithTimeout(context.Background(), time.Second)
+		defer cancelParent()
+		child, cancelChild := st.WithTimeout(parent, 2*time.Second)
+		defer cancelChild()
+		grandchild, cancelGrandchild := st.WithTimeout(child, 2*time.Second)
+		defer cancelGrandchild()
+		<-grandchild.Done()
+		for _, c := range []context.Context{child, grandchild} {
+			assert.Equal(t, context.DeadlineExceeded, c.Err())
+			assert.Equal(t, context.DeadlineExceeded, context.Cause(c))
+		}
+
+		// The parent is canceled.
+		parent, cancelParent = st.WithTimeout(context.Background(), time.Hour)
+		child, cancelChild = st.WithTimeout(parent, time.Minute)
+		defer cancelChild()
+		cancelParent()
+		<-child.Done()
+		assert.Equal(t, context.Canceled, child.Err())
+		assert.Equal(t, context.Canceled, context.Cause(child))
+		assert.Equal(t, 1, st.Len(), "the parent's cancel released its entry, not the child's")
+		cancelChild()
+		assert.Equal(t, 0, st.Len())
+
+		// An ancestor is canceled with a cause.
+		root, cancelRoot := context.WithCancelCause(context.WithValue(context.Background(), errX, "v"))
+		parent, cancelParent = st.WithTimeout(root, time.Hour)
+		defer cancelParent()
+		child, cancelChild = st.WithTimeout(parent, time.Minute)
+		defer cancelChild()
+		assert.Equal(t, "v", child.Value(errX))
+		cancelRoot(errX)
+		<-child.Done()
+		assert.Equal(t, context.Canceled, child.Err())
+		assert.Equal(t, errX, context.Cause(child))
+
+		// The child ends first: the parent goes on.
+		parent, cancelParent = st.WithTimeout(context.Background(), time.Hour)
+		defer cancelParent()
+		child, cancelChild = st.WithTimeout(parent, time.Second)
+		<-child.Done()
+		assert.Equal(t, context.DeadlineExceeded, child.Err())
+		cancelChild()
+		assert.NoError(t, parent.Err())
+
+		// A standard context under a wheel context still sees its errors.
+		parent, cancelParent = st.WithTimeout(context.Background(), time.Second)
+		defer cancelParent()
+		std, cancelStd := context.WithCancel(parent)
+		defer cancelStd()
+		<-std.Done()
+		assert.Equal(t, context.DeadlineExceeded, std.Err())
+	})
+}
+
+func TestNestedWheelContextAllocs(t *testing.T) {
+	st := mustNew(t)
+	defer st.Stop()
+	plain, cancelPlain := context.WithCancel(context.Background())
+	defer cancelPlain()
+	wheel, cancelWheel := st.WithTimeout(context.Background(), time.Hour)
+	defer cancelWheel()
+	run := func(parent context.Context) float64 {
+		return testing.AllocsPerRun(1000, func() {
+			ctx, cancel := st.WithTimeout(parent, time.Minute)
+			_ = ctx.Done()
+			cancel()
+		})
+	}
+	underPlain, underWheel := run(plain), run(wheel)
+	assert.LessOrEqual(t, underWheel, underPlain, "a wheel context under a wheel context allocates more than under a plain one")
+}
