@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -241,7 +242,7 @@ func FuzzOptions(f *testing.F) {
 		if _, err := st.AfterFunc(0, func() { close(ran) }); err != nil {
 			t.Fatal(err)
 		}
-		recv(t, ran, "an immediate callback")
+		testwait.Recv(t, ran, "an immediate callback")
 		tm, err := st.AfterFunc(time.Hour, func() {})
 		if maxPending == 0 || maxPending >= 1 {
 			if err != nil {

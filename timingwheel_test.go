@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -32,21 +33,6 @@ func mustNew(t testing.TB, opts ...Option) *SystemTimer {
 	st, err := New(opts...)
 	require.NoError(t, err)
 	return st
-}
-
-// failAfter is a failure detector, never a synchronisation point: it
-// bounds how long a test waits for something that must happen.
-const failAfter = 10 * time.Second
-
-func recv[T any](t testing.TB, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(failAfter):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
 }
 
 // wheelGoroutines counts the goroutines, other than the caller, that run a
@@ -408,7 +394,7 @@ func TestStopConcurrentRealClock(t *testing.T) {
 		}
 	}
 	for range want {
-		recv(t, ran, "callbacks of timers not stopped")
+		testwait.Recv(t, ran, "callbacks of timers not stopped")
 	}
 	assert.Empty(t, st.Stop())
 	for i, r := range recs {
@@ -733,7 +719,7 @@ func TestMockClockAdvanceRightAfterAfterFunc(t *testing.T) {
 		_, err := st.AfterFunc(d, func() { fired <- mock.Now() })
 		require.NoError(t, err)
 		mock.Add(d) // tick-aligned: the deadline itself fires it
-		at := recv(t, fired, fmt.Sprintf("iteration %d: callback after mock.Add(%v)", i, d))
+		at := testwait.Recv(t, fired, fmt.Sprintf("iteration %d: callback after mock.Add(%v)", i, d))
 		require.False(t, at.Before(deadline), "fired early")
 	}
 }
@@ -754,7 +740,7 @@ func TestMockClockManyTimersOneAdvance(t *testing.T) {
 		require.NoError(t, err)
 	}
 	mock.Add(20 * 37 * time.Millisecond)
-	recv(t, done, "all callbacks after one advance")
+	testwait.Recv(t, done, "all callbacks after one advance")
 }
 
 func TestClockBackwardsNeverEarly(t *testing.T) {

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const failAfter = 10 * time.Second
 
 func TestPollReturnsInTimeOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -185,7 +184,7 @@ func TestConcurrentOffersRacePoll(t *testing.T) {
 	wg.Wait()
 	select {
 	case <-done:
-	case <-time.After(failAfter):
+	case <-time.After(testwait.FailAfter):
 		t.Fatal("poller did not get every item")
 	}
 	q.Close()
@@ -218,7 +217,7 @@ func TestMockClockNoMissedWakeup(t *testing.T) {
 		select {
 		case v := <-got:
 			require.Equal(t, i, v)
-		case <-time.After(failAfter):
+		case <-time.After(testwait.FailAfter):
 			t.Fatalf("item %d: Poll missed the mock's advance", i)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/httptimeout"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -858,14 +859,14 @@ func runServer(t *testing.T, m mode, sc scenario, wrap wrapFunc) outcome {
 		o.Header.Del("Date")
 	}
 	o.ClientErr = err != nil
-	wait(t, p.served, "ServeHTTP")
-	wait(t, p.finished, "the handler")
+	testwait.Recv(t, p.served, "ServeHTTP")
+	testwait.Recv(t, p.finished, "the handler")
 	late := make(chan struct{})
 	go func() {
 		p.late.Wait()
 		close(late)
 	}()
-	wait(t, late, "the handler's goroutines")
+	testwait.Recv(t, late, "the handler's goroutines")
 	if sc.logs != nil {
 		logs.waitWrites(t, sc.logs(m))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/httptimeout"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -128,8 +129,8 @@ func TestConcurrentRequests(t *testing.T) {
 		}
 	}
 	for range n / 2 {
-		assert.Equal(t, context.DeadlineExceeded, wait(t, ctxErrs, "a slow handler's context"))
-		assert.Equal(t, http.ErrHandlerTimeout, wait(t, lateErrs, "a slow handler's late write"))
+		assert.Equal(t, context.DeadlineExceeded, testwait.Recv(t, ctxErrs, "a slow handler's context"))
+		assert.Equal(t, http.ErrHandlerTimeout, testwait.Recv(t, lateErrs, "a slow handler's late write"))
 	}
 	srv.Close()
 	client.CloseIdleConnections()

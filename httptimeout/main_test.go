@@ -4,31 +4,14 @@ import (
 	"bytes"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// failAfter is a failure detector, never a synchronisation point: it bounds
-// how long a test outside a synctest bubble waits for something that must
-// happen.
-const failAfter = 10 * time.Second
-
-// wait waits for c to be closed or to yield a value, or fails the test.
-func wait[T any](t testing.TB, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(failAfter):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
 
 // newTimer returns a running SystemTimer that is stopped when the test ends.
 func newTimer(t testing.TB) *timingwheel.SystemTimer {
@@ -69,6 +52,6 @@ func (b *logBuffer) String() string {
 func (b *logBuffer) waitWrites(t testing.TB, n int) {
 	t.Helper()
 	for range n {
-		wait(t, b.wrote, "a log message")
+		testwait.Recv(t, b.wrote, "a log message")
 	}
 }

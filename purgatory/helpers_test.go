@@ -15,21 +15,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// failAfter is a failure detector, never a synchronisation point: it
-// bounds how long a test waits for something that must happen.
-const failAfter = 10 * time.Second
-
-func recv[T any](t testing.TB, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(failAfter):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
 // newP returns a purgatory that the test closes when it ends.
 func newP[K comparable](t testing.TB, opts ...Option) *Purgatory[K] {
 	t.Helper()

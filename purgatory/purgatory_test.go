@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -267,7 +268,7 @@ func TestSkippedTryIsRetried(t *testing.T) {
 		assert.NoError(t, err)
 		first <- n
 	}()
-	recv(t, entered, "the first TryComplete")
+	testwait.Recv(t, entered, "the first TryComplete")
 
 	op.ready.Store(true)
 	second := make(chan int)
@@ -276,11 +277,11 @@ func TestSkippedTryIsRetried(t *testing.T) {
 		assert.NoError(t, err)
 		second <- n
 	}()
-	assert.Zero(t, recv(t, second, "the second CheckAndComplete, which must not wait"))
+	assert.Zero(t, testwait.Recv(t, second, "the second CheckAndComplete, which must not wait"))
 	assert.Zero(t, op.completes.Load())
 
 	close(release)
-	assert.Equal(t, 1, recv(t, first, "the first CheckAndComplete"), "the skipped try was not retried")
+	assert.Equal(t, 1, testwait.Recv(t, first, "the first CheckAndComplete"), "the skipped try was not retried")
 	assert.Equal(t, int32(1), op.completes.Load())
 	assert.Equal(t, int32(4), op.tries.Load())
 	assert.False(t, op.overlap.Load(), "TryComplete ran twice at once")
@@ -738,7 +739,7 @@ func TestCallbacksMayCallThePurgatory(t *testing.T) {
 		assert.NoError(t, err)
 		<-expired
 	}()
-	recv(t, finished, "callbacks that call the purgatory (a deadlock?)")
+	testwait.Recv(t, finished, "callbacks that call the purgatory (a deadlock?)")
 }
 
 // ---- allocations ----
