@@ -16,7 +16,8 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 	} else {
 		now = st.clock.Now()
 	}
-	return st.withDeadline(parent, now.Add(d), int64(now.Sub(st.epoch)))
+	n := int64(now.Sub(st.epoch))
+	return st.withDeadline(parent, now.Add(d), satAdd(n, int64(d)), n)
 }
 
 // WithDeadline is context.WithDeadline with the deadline kept on the wheel
@@ -35,12 +36,13 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 // canceled at once, with context.Canceled; contexts still waiting when it
 // stops are canceled then.
 func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	return st.withDeadline(parent, d, st.now())
+	when, now := st.deadline(d)
+	return st.withDeadline(parent, d, when, now)
 }
 
-// withDeadline is WithDeadline, with the current time, in ns since the
-// epoch, read by the caller.
-func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, now int64) (context.Context, context.CancelFunc) {
+// withDeadline is WithDeadline, with the deadline and the current time, in
+// ns since the epoch, worked out by the caller.
+func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, now int64) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: WithDeadline: nil parent context")
 	}
@@ -64,7 +66,6 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, now int
 	c.t.kind = kindContext
 	c.t.sh = st.shardOf(&c.t)
 
-	when := int64(d.Sub(st.epoch))
 	switch {
 	case c.inner.Err() != nil: // parent is done already
 	case when <= now:

@@ -59,8 +59,9 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 		t.state.Store(stateIdle)
 		return t, nil
 	}
-	p.at = int64(first.Sub(st.epoch))
-	if err := st.arm(t, p.at, st.now()); err != nil {
+	when, now := st.deadline(first)
+	p.at = when
+	if err := st.arm(t, when, now); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -101,14 +102,14 @@ func (p *periodic) rearm() {
 
 	// The Scheduler is user code: call it with no lock held.
 	next, ok := p.next(st.epoch.Add(time.Duration(prev)), st.clock.Now())
-	now := st.now()
+	when, now := st.deadline(next)
 
 	sh.mu.Lock()
 	defer sh.unlock()
 	if !ok || t.state.Load() != stateFired || p.at != prev || sh.closed {
 		return // the series ended, or Stop or Reset got there first
 	}
-	if sh.schedule(t, int64(next.Sub(st.epoch)), now) {
+	if sh.schedule(t, when, now) {
 		st.pool.Submit(t)
 	}
 }

@@ -178,6 +178,25 @@ func (st *SystemTimer) now() int64 {
 	return int64(st.clock.Now().Sub(st.epoch))
 }
 
+// deadline returns the wheel time of the absolute time t, in ns since the
+// epoch, and the current wheel time. It measures t as time.Until does:
+// against a clock reading taken now, on the monotonic clock if t has a
+// monotonic reading and on the wall clock if not (a time from time.Date,
+// time.Unix, Parse, a cron schedule, or a deadline that came over the wire).
+// Measuring a wall-clock time against the epoch instead would move it by
+// every step of the wall clock since New, early when the clock was stepped
+// back.
+func (st *SystemTimer) deadline(t time.Time) (when, now int64) {
+	var n time.Time
+	if st.realClock {
+		n = time.Now()
+	} else {
+		n = st.clock.Now()
+	}
+	now = int64(n.Sub(st.epoch))
+	return satAdd(now, int64(t.Sub(n))), now
+}
+
 // never is the delay queue time of a bucket whose expiration lies beyond
 // the largest Duration after the epoch: no clock reading reaches it. The
 // clock itself can pass epoch+MaxInt64 (a mock set centuries ahead), and
