@@ -10,6 +10,7 @@ import (
 // WithTimeout returns WithDeadline(parent, now+d), now being the
 // SystemTimer's clock.
 func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	st.mustBeMade("WithTimeout")
 	var now time.Time
 	if st.realClock {
 		now = time.Now() // not through the clock.Clock interface
@@ -36,6 +37,7 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 // canceled at once, with context.Canceled; contexts still waiting when it
 // stops are canceled then.
 func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	st.mustBeMade("WithDeadline")
 	when, now := st.deadline(d)
 	return st.withDeadline(parent, d, when, now)
 }

@@ -191,7 +191,7 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		}
 		// Take the lanes in turn, one timer from each, so that the cache
 		// misses of the lanes' next links overlap; and mark the due ones
-		// fired in a second pass, because an atomic store is a fence on
+		// fired in a second pass, because a compare-and-swap is a fence on
 		// amd64 and would wait for every miss in flight.
 		due := len(batch)
 		for n := 0; n < replaceChunk; {
@@ -202,7 +202,7 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 					continue
 				}
 				cur[l] = t.next
-				if sh.place(t, t.at, nowTick) {
+				if sh.place(t, t.w.Load()>>stateBits, nowTick) {
 					// Due, the common case for a level-0 bucket;
 					// place linked it nowhere.
 					batch = append(batch, t)
@@ -214,11 +214,18 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 				break
 			}
 		}
+		// A Reset may have postponed a due timer since place read its
+		// due tick: link places it again then, and fires only the others.
+		fired := batch[:due]
 		for _, t := range batch[due:] {
 			t.next, t.prev = nil, nil
-			t.state.Store(stateFired)
+			if sh.link(t, nowTick) {
+				fired = append(fired, t)
+				sh.addPendingOf(t, -1)
+			}
 		}
-		sh.addPending(due - len(batch))
+		clear(batch[len(fired):])
+		batch = fired
 		for l := range cur {
 			list.lane[l].next, cur[l].prev = cur[l], &list.lane[l]
 		}

@@ -35,9 +35,46 @@ func FuzzWheelAgainstModel(f *testing.F) {
 		}
 		cfg := fuzzConfigs[int(data[0])%len(fuzzConfigs)]
 		r := &byteReader{b: data[1:]}
-		runModel(t, cfg.tick, cfg.size, r)
+		runModel(t, cfg.tick, cfg.size, r, false)
 	})
 }
+
+// FuzzWheelInterleaved is FuzzWheelAgainstModel with more to it: 1ns ticks,
+// whose reach saturates the int64 range; timers bound with Bind and armed
+// by Reset; and turns of the driver, one due bucket or one cascade chunk at
+// a time, between the operations, so that Reset (to a later deadline
+// without the lock, to an earlier one, of a stopped or fired timer) and
+// Stop meet a driver in the middle of its work. After a turn the model
+// checks that nothing ran early or twice; after any other operation it
+// settles the wheel and checks everything. (A target of its own, so that
+// the corpus of FuzzWheelAgainstModel keeps testing what it tested.)
+func FuzzWheelInterleaved(f *testing.F) {
+	for cfg := range byte(len(interleavedConfigs)) {
+		tick, n := interleavedConfigs[cfg].tick, interleavedConfigs[cfg].size
+		for i := range byte(len(fuzzBoundaries(tick, n))) {
+			f.Add([]byte{cfg, opBind, opReset, 0, 0, i, opAdd, 0, i + 1, opTurn, opReset, 1, 0, i + 2, opTurn, opAdvance, 1, i, opReset, 0, 1, 0, 40, opTurn, opTurn, opStop, 1, opAdvance, 1, i + 1})
+		}
+	}
+	// Push back, again and again, a timer whose bucket is being expired.
+	f.Add([]byte{1, opAdd, 1, 0, 10, opAdd, 1, 0, 20, opAdvance, 2, 8, 0, opTurn, opReset, 0, 1, 0, 80, opTurn, opReset, 1, 1, 0, 90, opAdvance, 2, 200, 0, opTurn, opTurn, opTurn})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		cfg := interleavedConfigs[int(data[0])%len(interleavedConfigs)]
+		r := &byteReader{b: data[1:]}
+		runModel(t, cfg.tick, cfg.size, r, true)
+	})
+}
+
+var interleavedConfigs = append([]struct {
+	tick time.Duration
+	size int
+}{
+	{time.Nanosecond, 2},
+	{time.Nanosecond, defaultWheelSize},
+	{7 * time.Nanosecond, 3}, // under 8ns: the horizon is 2^60 ticks
+}, fuzzConfigs...)
 
 var fuzzConfigs = []struct {
 	tick time.Duration
@@ -55,8 +92,12 @@ const (
 	opStop
 	opReset
 	opAdvance
-	numOps
+	opBind // from here on, FuzzWheelInterleaved only
+	opTurn
+	numInterleavedOps
 )
+
+const numOps = opBind
 
 // fuzzBoundaries are the delays and advances worth hitting exactly.
 func fuzzBoundaries(tick time.Duration, size int) []time.Duration {
@@ -137,17 +178,41 @@ type modelTimer struct {
 	got     int   // runs seen
 }
 
-func runModel(t *testing.T, tick time.Duration, size int, r *byteReader) {
+func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interleaved bool) {
 	fc := newFakeClock()
 	st := newManual(t, fc, WithTick(tick), WithWheelSize(size))
 	bounds := fuzzBoundaries(tick, size)
 	var timers []*modelTimer
 	var ran []*modelTimer // order of runs within a step
 	nowNs := func() int64 { return int64(fc.Now().Sub(st.epoch)) }
-	dueTick := func(d time.Duration) int64 { return ceilDiv(satAdd(nowNs(), int64(d)), int64(tick)) }
+	// A deadline at or past the horizon, the largest Duration after New
+	// or 2^60 ticks, whichever is first, never comes.
+	horizon := min(math.MaxInt64/int64(tick), 1<<60-2) + 1
+	dueTick := func(d time.Duration) int64 {
+		return min(ceilDiv(satAdd(nowNs(), int64(d)), int64(tick)), horizon)
+	}
+	ops := numOps
+	if interleaved {
+		ops = numInterleavedOps
+	}
 
+	// partial checks what holds in the middle of the driver's work: what
+	// ran was due and ran once.
+	partial := func(step int) {
+		t.Helper()
+		nowTick := floorDiv(nowNs(), int64(tick))
+		for _, m := range ran {
+			if !m.pending || m.due > nowTick || m.due >= horizon || m.got != m.want+1 {
+				t.Fatalf("op %d: timer due at tick %d (pending=%v) ran at tick %d, run %d of %d", step, m.due, m.pending, nowTick, m.got, m.want)
+			}
+			m.pending = false
+			m.want++
+		}
+		ran = ran[:0]
+	}
 	check := func(step int) {
 		t.Helper()
+		partial(step)
 		st.step()
 		nowTick := floorDiv(nowNs(), int64(tick))
 		// In deadline order within a tick; none early.
@@ -162,7 +227,7 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader) {
 		ran = ran[:0]
 		pending := 0
 		for i, m := range timers {
-			if m.pending && m.due <= nowTick {
+			if m.pending && m.due <= nowTick && m.due < horizon {
 				m.pending = false
 				m.want++
 			}
@@ -180,7 +245,7 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader) {
 
 	for step := 0; len(r.b) > 0 && step < 400; step++ {
 		op, _ := r.next()
-		switch op % numOps {
+		switch op % ops {
 		case opAdd:
 			d := r.delay(bounds, tick)
 			m := &modelTimer{due: dueTick(d)}
@@ -224,6 +289,15 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader) {
 			}
 		case opAdvance:
 			fc.Add(r.advance(bounds, tick))
+		case opBind:
+			m := &modelTimer{tm: &Timer{}}
+			st.Bind(m.tm, func() { m.got++; ran = append(ran, m) })
+			timers = append(timers, m)
+		case opTurn:
+			st.turn()
+			st.pool.RunQueued()
+			partial(step)
+			continue
 		}
 		check(step)
 	}

@@ -20,6 +20,13 @@ const (
 	// a bucket array of this many entries.
 	maxWheelSize = 1 << 16
 	maxWorkers   = 1 << 16
+
+	// maxTick bounds WithTick. A callback runs up to a tick late, so a
+	// tick of an hour makes a 1ms timer fire an hour late; and a coarse
+	// tick saves nothing, since the driver sleeps until the next bucket
+	// that holds timers however fine the tick is. A minute is already far
+	// coarser than any timeout needs.
+	maxTick = time.Minute
 )
 
 // An Option configures a SystemTimer in New.
@@ -43,7 +50,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithTick sets the tick of the lowest wheel: the precision of the timer.
-// A callback runs at most one tick after its deadline. Default 1ms.
+// A callback runs at most one tick after its deadline. From 1ns to 1
+// minute; default 1ms. The README's "Choosing the tick" measures the trade.
 func WithTick(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.tick = d })
 }
@@ -101,8 +109,8 @@ func buildConfig(opts []Option) (config, error) {
 		o.apply(&c)
 	}
 	switch {
-	case c.tick <= 0:
-		return c, fmt.Errorf("timingwheel: WithTick(%v): the tick must be positive", c.tick)
+	case c.tick <= 0 || c.tick > maxTick:
+		return c, fmt.Errorf("timingwheel: WithTick(%v): the tick must be from 1ns to %v (a callback may run a tick late)", c.tick, maxTick)
 	case c.wheelSize < 2 || c.wheelSize > maxWheelSize:
 		return c, fmt.Errorf("timingwheel: WithWheelSize(%d): the wheel size must be from 2 to %d", c.wheelSize, maxWheelSize)
 	case c.clockSet && c.clock == nil:

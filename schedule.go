@@ -28,16 +28,23 @@ const maxSkip = 1024
 
 // ScheduleFunc runs f at the times s gives, starting with s.Next(now). Each
 // run's time is computed from the previous scheduled time, not from when the
-// previous run happened, so the series does not drift.
+// previous run happened, so the series does not drift. Times are measured as
+// time.Until measures them, so a Scheduler that gives wall-clock times (a
+// cron schedule) is not moved by a step of the wall clock.
 //
 // Runs of one series never overlap. If a run overruns the next scheduled
 // time, the times that have already passed are skipped, as time.Ticker drops
 // ticks, and the series continues at the first scheduled time still ahead.
-// The returned Timer's Stop ends the series; Reset moves the next run.
+// The returned Timer's Stop ends the series; Reset moves the next run, also
+// during a run, which it then follows.
+//
+// Under WithMaxPending a series holds one place in the bound from
+// ScheduleFunc until it ends, also while a run is in progress.
 //
 // If s.Next(now) is the zero time, nothing is scheduled and the returned
 // Timer is inert.
 func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
+	st.mustBeMade("ScheduleFunc")
 	switch {
 	case s == nil:
 		return nil, errNilScheduler
@@ -54,14 +61,17 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	if st.closed.Load() {
 		return nil, ErrStopped
 	}
-	first := s.Next(st.clock.Now())
+	first := s.Next(st.clockNow())
 	if first.IsZero() {
-		t.state.Store(stateIdle)
-		return t, nil
+		return t, nil // idle
 	}
+	if !p.hold() {
+		return nil, ErrTooManyPending
+	}
+	p.prev = first
 	when, now := st.deadline(first)
-	p.at = when
 	if err := st.arm(t, when, now); err != nil {
+		p.release()
 		return nil, err
 	}
 	return t, nil
@@ -69,11 +79,22 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 
 // A periodic is a timer made by ScheduleFunc. Its Timer comes first, so
 // that a *Timer of kind kindPeriodic can be turned back into it.
+//
+// A periodic timer is fired from the moment its run is handed to the
+// executor until rearm, after the run, schedules the next one: that is what
+// keeps runs from overlapping. Stop and Reset during that time leave a
+// request that rearm carries out.
 type periodic struct {
 	t     Timer
 	sched Scheduler
 	f     func()
-	at    int64 // the run last scheduled, ns since the epoch; guarded by t.sh.mu
+
+	// Guarded by t.sh.mu.
+	prev     time.Time // the time of the run last scheduled, as the Scheduler gave it or Reset set it
+	stopReq  bool      // Stop was called while fired: the series ends after the run
+	resetReq bool      // Reset was called while fired: the next run is at resetAt
+	resetAt  time.Time
+	held     bool // holds a place in WithMaxPending's bound
 }
 
 var _ = [1]struct{}{}[unsafe.Offsetof(periodic{}.t)] // t must be the first field
@@ -81,37 +102,143 @@ var _ = [1]struct{}{}[unsafe.Offsetof(periodic{}.t)] // t must be the first fiel
 // periodicOf returns the periodic that t, of kind kindPeriodic, belongs to.
 func periodicOf(t *Timer) *periodic { return (*periodic)(unsafe.Pointer(t)) }
 
+// hold takes a place in WithMaxPending's bound for the series, if there is
+// one, and reports false if the bound is reached. Called with t.sh.mu held,
+// or before the timer is armed.
+func (p *periodic) hold() bool {
+	st := p.t.sh.st
+	if st.maxPending == 0 || p.held {
+		return true
+	}
+	if st.pending.Add(1) > st.maxPending {
+		st.pending.Add(-1)
+		return false
+	}
+	p.held = true
+	return true
+}
+
+// release gives back the series' place in the bound: the series ended.
+func (p *periodic) release() {
+	if p.held {
+		p.held = false
+		p.t.sh.st.pending.Add(-1)
+	}
+}
+
 func (p *periodic) run() {
 	defer p.rearm() // also after a panic: a panicking run does not end the series
 	p.f()
 }
 
-// rearm schedules the next run after the one that just ran, unless the timer
-// was stopped or reset meanwhile.
+// rearm schedules the next run after the one that just ran, or carries out
+// a Stop or Reset made during the run.
 func (p *periodic) rearm() {
 	t := &p.t
 	sh := t.sh
 	st := sh.st
 	sh.mu.Lock()
-	if t.state.Load() != stateFired || sh.closed {
-		sh.mu.Unlock()
+	defer sh.unlock()
+	for {
+		if _, s := unpack(t.w.Load()); s != stateFired || sh.closed {
+			return // returned by SystemTimer.Stop
+		}
+		var at time.Time
+		switch {
+		case p.stopReq:
+			p.stopReq = false
+			t.w.Store(pack(0, stateStopped))
+			p.release()
+			return
+		case p.resetReq:
+			p.resetReq = false
+			at = p.resetAt
+		default:
+			// The Scheduler is user code: call it with no lock held.
+			prev := p.prev
+			sh.mu.Unlock()
+			next, ok := p.next(prev, st.clockNow())
+			sh.mu.Lock()
+			if p.stopReq || p.resetReq || sh.closed {
+				continue // Stop or Reset got there meanwhile
+			}
+			if !ok {
+				t.w.Store(pack(0, stateStopped)) // the series ended
+				p.release()
+				return
+			}
+			at = next
+		}
+		p.prev = at
+		when, now := st.deadline(at)
+		t.w.Store(pack(st.dueTick(when), statePending))
+		if sh.link(t, floorDiv(now, st.tick)) {
+			st.pool.Submit(t)
+		} else {
+			sh.addPendingOf(t, 1)
+		}
 		return
 	}
-	prev := p.at
-	sh.mu.Unlock()
+}
 
-	// The Scheduler is user code: call it with no lock held.
-	next, ok := p.next(st.epoch.Add(time.Duration(prev)), st.clock.Now())
-	when, now := st.deadline(next)
-
+// stop is Timer.Stop of a periodic timer.
+func (p *periodic) stop() bool {
+	t := &p.t
+	sh := t.sh
 	sh.mu.Lock()
 	defer sh.unlock()
-	if !ok || t.state.Load() != stateFired || p.at != prev || sh.closed {
-		return // the series ended, or Stop or Reset got there first
+	sh.drain(sh.st.now()) // a queued timer becomes pending
+	switch _, s := unpack(t.w.Load()); s {
+	case statePending:
+		sh.stopPending(t) // under mu, only this goroutine changes w
+		p.release()
+		return true
+	case stateFired:
+		// A run was handed over: the series ends after it.
+		p.stopReq, p.resetReq = true, false
 	}
-	if sh.schedule(t, when, now) {
+	return false
+}
+
+// reset is Timer.Reset of a periodic timer: the next run moves to d from
+// now, and the series continues from there.
+func (p *periodic) reset(d time.Duration) (bool, error) {
+	t := &p.t
+	sh := t.sh
+	st := sh.st
+	at := st.clockNow().Add(max(d, 0))
+	when, now := st.deadline(at)
+	sh.mu.Lock()
+	defer sh.unlock()
+	if sh.closed {
+		return false, ErrStopped
+	}
+	sh.drain(now)
+	was := false
+	switch _, s := unpack(t.w.Load()); s {
+	case stateFired:
+		// A run was handed over: the next run is at, after it.
+		p.resetReq, p.resetAt, p.stopReq = true, at, false
+		return false, nil
+	case statePending:
+		was = true
+		t.unlink()
+		sh.addPendingOf(t, -1)
+	case stateReturned:
+		return false, ErrStopped
+	default: // idle or stopped: the series starts again
+		if !p.hold() {
+			return false, ErrTooManyPending
+		}
+	}
+	p.prev = at
+	t.w.Store(pack(st.dueTick(when), statePending))
+	if sh.link(t, floorDiv(now, st.tick)) {
 		st.pool.Submit(t)
+	} else {
+		sh.addPendingOf(t, 1)
 	}
+	return was, nil
 }
 
 // next returns the first scheduled time after prev that is after now.

@@ -36,6 +36,12 @@ type SystemTimer struct {
 	tick      int64     // ns
 	wheelSize int64
 	slotMask  int64 // wheelSize-1 if it is a power of two, else 0
+	// neverTick is the due tick of deadlines that never come: those
+	// beyond the largest Duration after the epoch, and, with ticks under
+	// 8ns, those beyond maxValue ticks (36 years at 1ns). dueTick clamps
+	// due ticks to it, and place keeps such timers in a list of their
+	// own, which no bucket expiry reaches.
+	neverTick int64
 
 	shards     []shard
 	shardShift uint // a timer's shard is the top bits of its address hash
@@ -62,43 +68,6 @@ type SystemTimer struct {
 	batch []*Timer // the driver's scratch space for due timers
 }
 
-// Timer states. A timer leaves stateQueued by a CAS, with or without the
-// shard's lock; every other change happens under the lock.
-const (
-	stateQueued   uint32 = iota // on its shard's incoming stack, not placed yet
-	statePending                // linked in a bucket, or in transit or cascade
-	stateFired                  // handed to the executor
-	stateStopped                // stopped before it fired, or periodic and stopped
-	stateReturned               // returned by SystemTimer.Stop
-	stateIdle                   // never armed
-)
-
-// Timer kinds; immutable.
-const (
-	kindOnce uint8 = iota
-	kindPeriodic
-	kindContext
-)
-
-// A Timer is a function scheduled by a SystemTimer. Its methods are safe for
-// concurrent use.
-type Timer struct {
-	// next and prev link the timer into a bucket or a shard's transit or
-	// cascade list; guarded by sh.mu. While the timer is queued, next links the
-	// incoming stack; it is written before the push and read by the
-	// drainer after the pop.
-	next, prev *Timer
-	f          func() // set before the timer is armed, then immutable; nil for contexts and periodic timers
-	sh         *shard // immutable
-	// at is, while the timer is queued, its deadline in ns since the
-	// epoch; once placed, the tick it is due at: the deadline rounded up,
-	// so that re-placing it takes no division. Guarded by sh.mu once placed.
-	at    int64
-	state atomic.Uint32
-	kind  uint8  // immutable
-	depth uint16 // height of the incoming stack with this timer on top; set before the push
-}
-
 // New returns a running SystemTimer, or an error naming the first invalid
 // option.
 func New(opts ...Option) (*SystemTimer, error) {
@@ -116,6 +85,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		driverDone: make(chan struct{}),
 		manual:     c.manual,
 	}
+	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -178,6 +148,14 @@ func (st *SystemTimer) now() int64 {
 	return int64(st.clock.Now().Sub(st.epoch))
 }
 
+// clockNow reads the clock.
+func (st *SystemTimer) clockNow() time.Time {
+	if st.realClock {
+		return time.Now() // not through the clock.Clock interface
+	}
+	return st.clock.Now()
+}
+
 // deadline returns the wheel time of the absolute time t, in ns since the
 // epoch, and the current wheel time. It measures t as time.Until does:
 // against a clock reading taken now, on the monotonic clock if t has a
@@ -187,14 +165,15 @@ func (st *SystemTimer) now() int64 {
 // every step of the wall clock since New, early when the clock was stepped
 // back.
 func (st *SystemTimer) deadline(t time.Time) (when, now int64) {
-	var n time.Time
-	if st.realClock {
-		n = time.Now()
-	} else {
-		n = st.clock.Now()
-	}
+	n := st.clockNow()
 	now = int64(n.Sub(st.epoch))
 	return satAdd(now, int64(t.Sub(n))), now
+}
+
+// dueTick returns the tick at which a timer with deadline when (ns since
+// the epoch) is due: the deadline rounded up to the tick, or neverTick.
+func (st *SystemTimer) dueTick(when int64) int64 {
+	return min(ceilDiv(when, st.tick), st.neverTick)
 }
 
 // never is the delay queue time of a bucket whose expiration lies beyond
@@ -218,11 +197,21 @@ func (st *SystemTimer) shardOf(t *Timer) *shard {
 	return &st.shards[h>>st.shardShift]
 }
 
+// mustBeMade panics if st is not a SystemTimer made by New: a zero
+// SystemTimer has no wheels, and would otherwise fail with an index out of
+// range far from the mistake.
+func (st *SystemTimer) mustBeMade(method string) {
+	if len(st.shards) == 0 {
+		panic("timingwheel: " + method + " called on a SystemTimer not made by New")
+	}
+}
+
 // AfterFunc arranges for f to run on the executor pool once d has elapsed,
 // never earlier and at most one tick later. If d <= 0, f is handed to the
 // pool at once. It returns an error if f is nil (errors.Is ErrStopped after
 // Stop, ErrTooManyPending beyond WithMaxPending).
 func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
+	st.mustBeMade("AfterFunc")
 	if f == nil {
 		return nil, errNilFunc
 	}
@@ -241,13 +230,14 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 	return t, nil
 }
 
-// arm arms a new timer to run at when (ns since the epoch).
+// arm arms a new timer, one no other goroutine knows of yet, to run at when
+// (ns since the epoch).
 func (st *SystemTimer) arm(t *Timer, when, now int64) error {
-	if when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
+	if when < st.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
-	t.at = when // t.state is stateQueued, the zero value
-	t.sh.push(t)
+	t.initQueued(when)
+	t.sh.push(t, true)
 	if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
 		return nil // the common case
 	}
@@ -256,39 +246,49 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 
 // pushedSlow settles what a push of t, due at when, leaves to its caller:
 // draining a full stack, or one that wakeAt fell under, and taking t back
-// after a Stop. Once pushed, t.at belongs to whoever drains the stack.
+// after a Stop. Once pushed, t is the drainer's to place.
 func (st *SystemTimer) pushedSlow(t *Timer, when int64) error {
-	if t.depth >= drainDepth || when < st.wakeAt.Load() {
+	if atomic.LoadUint32(&t.depth) >= drainDepth || when < st.wakeAt.Load() {
 		st.drainShard(t.sh, st.now())
 	}
-	if st.closed.Load() {
-		// Stop may have drained the stack before the push. Either it took
-		// t, and t is among the timers it returns, or t is ours to take
-		// back.
-		if t.state.CompareAndSwap(stateQueued, stateStopped) {
+	if !st.closed.Load() {
+		return nil
+	}
+	// Stop may have drained the stack before the push. Either it took t,
+	// and t is among the timers it returns, or t is ours to take back.
+	for {
+		w := t.w.Load()
+		if _, s := unpack(w); s != stateQueued || t.w.CompareAndSwap(w, pack(0, stateStopped)) {
 			return ErrStopped
 		}
 	}
-	return nil
 }
 
 // drainDepth is how many timers an incoming stack holds before the pusher
 // drains it itself: it bounds the memory that stopped timers keep there.
 const drainDepth = 1024
 
-// push arms t without taking a lock: it pushes t on its shard's incoming
-// stack, to be placed in a bucket later by whoever drains the stack. That is
+// push puts t, queued, on its shard's incoming stack without taking a
+// lock, to be placed in a bucket later by whoever drains the stack. That is
 // safe for a timer due at or after wakeAt, because the driver drains every
 // stack before it sleeps past wakeAt; the driver publishes wakeAt before it
 // drains, and the pusher reads it after pushing, so one of them sees the
-// other. Stopping a timer still on the stack is one CAS. A timer is pushed
-// at most once, so the stack has no ABA problem. Small enough to inline.
-func (sh *shard) push(t *Timer) {
+// other. Stopping a timer still on the stack is one CAS. Only a timer that
+// is neither on the stack nor in a drainer's hands is pushed (see the
+// states in timer.go), so the stack has no ABA problem. fresh says no
+// other goroutine can see t yet. Small enough to inline.
+func (sh *shard) push(t *Timer, fresh bool) {
 	for {
 		h := sh.incoming.Load()
-		t.next, t.depth = h, 1
+		t.next = h
+		d := uint32(1)
 		if h != nil {
-			t.depth = h.depth + 1 // wraps after 65535: it only triggers drains
+			d = atomic.LoadUint32(&h.depth) + 1 // it only triggers drains
+		}
+		if fresh {
+			t.depth = d
+		} else {
+			atomic.StoreUint32(&t.depth, d)
 		}
 		if sh.incoming.CompareAndSwap(h, t) {
 			return
@@ -301,10 +301,11 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	if st.closed.Load() {
 		return ErrStopped
 	}
-	if st.maxPending > 0 {
+	if st.maxPending > 0 && t.kind != kindPeriodic {
 		// Reserve a place first, so concurrent callers cannot overshoot
-		// the bound; schedule counts the timer again, so the reservation
-		// is dropped once the timer is in.
+		// the bound; placing the timer counts it again, so the
+		// reservation is dropped once the timer is in. A periodic timer
+		// holds a place of its own (see ScheduleFunc).
 		if st.pending.Add(1) > st.maxPending {
 			st.pending.Add(-1)
 			return ErrTooManyPending
@@ -317,8 +318,11 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	if sh.closed {
 		return ErrStopped
 	}
-	if sh.schedule(t, when, now) {
+	t.w.Store(pack(st.dueTick(when), statePending))
+	if sh.link(t, floorDiv(now, st.tick)) {
 		st.pool.Submit(t)
+	} else {
+		sh.addPendingOf(t, 1)
 	}
 	return nil
 }
@@ -338,7 +342,7 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 	if sh.closed {
 		return ErrStopped
 	}
-	t.state.Store(stateFired)
+	t.w.Store(pack(0, stateFired))
 	st.pool.Submit(t) // accepted: the pool closes only after every shard
 	return nil
 }
@@ -346,6 +350,7 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 // Len returns the number of pending timers: armed, and neither handed to
 // the executor nor stopped.
 func (st *SystemTimer) Len() int {
+	st.mustBeMade("Len")
 	n := 0
 	now := st.now()
 	for i := range st.shards {
@@ -369,6 +374,7 @@ func (st *SystemTimer) Len() int {
 // later calls wait for the first to finish (unless made from a callback) and
 // return nil.
 func (st *SystemTimer) Stop() []*Timer {
+	st.mustBeMade("Stop")
 	if !st.closed.CompareAndSwap(false, true) {
 		if !st.pool.OnWorker() {
 			<-st.stopped
@@ -394,8 +400,8 @@ func (st *SystemTimer) Stop() []*Timer {
 		sh.closed = true
 		for t := sh.incoming.Swap(nil); t != nil; {
 			next := t.next
-			if t.state.CompareAndSwap(stateQueued, stateReturned) {
-				t.next = nil
+			t.next = nil
+			if takeFromStack(t) {
 				left = append(left, t)
 			}
 			t = next
@@ -406,7 +412,7 @@ func (st *SystemTimer) Stop() []*Timer {
 				for t := root.next; t != root; {
 					next := t.next
 					t.next, t.prev = nil, nil
-					t.state.Store(stateReturned)
+					t.w.Store(pack(0, stateReturned))
 					left = append(left, t)
 					t = next
 				}
@@ -415,10 +421,11 @@ func (st *SystemTimer) Stop() []*Timer {
 		}
 		collect(&sh.transit)
 		collect(&sh.cascade)
+		collect(&sh.never)
 		for _, lv := range sh.levels {
 			lv.eachBucket(func(_ int, b *bucket) { collect(&b.root) })
 		}
-		sh.addPending(-sh.count)
+		sh.count = 0
 		sh.mu.Unlock()
 	}
 	for _, t := range st.pool.Close() {
@@ -426,7 +433,7 @@ func (st *SystemTimer) Stop() []*Timer {
 		// reset or stopped since, so a run that never started returns
 		// its timer: once, if it was also collected above or was queued
 		// twice.
-		if t.state.Swap(stateReturned) != stateReturned {
+		if _, s := unpack(t.w.Swap(pack(0, stateReturned))); s != stateReturned {
 			left = append(left, t)
 		}
 	}
@@ -445,77 +452,23 @@ func (st *SystemTimer) Stop() []*Timer {
 	return kept
 }
 
-// Stop prevents the timer's function from running. It returns true if this
-// call did so; false if the function has already been handed to the executor
-// (it ran, is running, or is about to run) or the timer was already stopped.
-// For a periodic timer, Stop also ends the series: no run starts after Stop
-// returns, except one already handed to the executor.
-func (t *Timer) Stop() bool {
-	sh := t.sh
-	if sh == nil {
-		return false
-	}
+// takeFromStack settles a timer that Stop took off an incoming stack: a
+// queued one is returned, and takeFromStack reports true; a stopped one is
+// done with.
+func takeFromStack(t *Timer) bool {
 	for {
-		switch t.state.Load() {
+		w := t.w.Load()
+		switch _, s := unpack(w); s {
 		case stateQueued:
-			if t.state.CompareAndSwap(stateQueued, stateStopped) {
+			if t.w.CompareAndSwap(w, pack(0, stateReturned)) {
 				return true
 			}
-		case statePending:
-			sh.mu.Lock()
-			if t.state.Load() == statePending {
-				t.unlink()
-				t.state.Store(stateStopped)
-				sh.addPending(-1)
-				sh.mu.Unlock()
-				return true
-			}
-			sh.mu.Unlock()
-		case stateFired:
-			if t.kind != kindPeriodic {
-				return false
-			}
-			// End the series. Under the lock: rearm checks the state
-			// and schedules the next run under it.
-			sh.mu.Lock()
-			ended := t.state.CompareAndSwap(stateFired, stateStopped)
-			sh.mu.Unlock()
-			if ended {
+		case stateQueuedStopped:
+			if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
 				return false
 			}
 		default:
-			return false
+			return false // cannot happen: only queued timers are on the stack
 		}
 	}
-}
-
-// Reset re-arms the timer to run its function once d has elapsed, like
-// time.Timer.Reset: it reports whether the timer was pending, and a timer
-// that was pending runs once, at its new deadline. A timer that has fired
-// or was stopped is armed again. A periodic timer's next run moves to d from
-// now and the series continues from there. After the SystemTimer is stopped,
-// Reset does nothing and returns false.
-func (t *Timer) Reset(d time.Duration) bool {
-	sh := t.sh
-	if sh == nil {
-		return false
-	}
-	st := sh.st
-	now := st.now()
-	sh.mu.Lock()
-	defer sh.unlock()
-	if sh.closed {
-		return false
-	}
-	sh.drain(now) // a queued timer becomes pending
-	was := t.state.Load() == statePending
-	if was {
-		t.unlink()
-		sh.addPending(-1)
-	}
-	if d <= 0 || sh.schedule(t, satAdd(now, int64(d)), now) {
-		t.state.Store(stateFired)
-		st.pool.Submit(t)
-	}
-	return was
 }

@@ -52,7 +52,8 @@ type shard struct {
 	levels  []*level
 	transit lanes // timers of an expired level-0 bucket, not yet re-placed
 	cascade lanes // timers of expired upper-level buckets, not yet re-placed
-	count   int   // pending timers: linked in a bucket, transit or cascade
+	never   lanes // timers due at neverTick: no bucket expiry reaches them
+	count   int   // pending timers: linked in a bucket or a list above
 	closed  bool  // the SystemTimer has stopped
 	wakeDQ  bool  // a push made a new delay queue head; wake the poller after unlocking
 
@@ -71,6 +72,7 @@ func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
 	sh.transit.init(make([]Timer, numLanes))
 	sh.cascade.init(make([]Timer, 1))
+	sh.never.init(make([]Timer, 1))
 	sh.cascadeDue = math.MaxInt64
 	sh.c0 = floorDiv(st.now(), st.tick)
 	sh.addLevel()
@@ -156,6 +158,10 @@ func (sh *shard) advance(to int64) {
 // backwards; the timer then waits in the first bucket the wheel can still
 // expire, which is late, never early.
 func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
+	if d >= sh.st.neverTick {
+		sh.never.pushBack(t)
+		return false
+	}
 	if d <= sh.c0 {
 		if d <= nowTick {
 			return true
@@ -229,22 +235,27 @@ func (sh *shard) unlock() {
 	}
 }
 
-// schedule arms t to run at when (ns since the epoch): it links t, or reports
-// that it is due now, in which case it is marked fired and the caller must
-// submit it. Called with mu held; t must not be linked.
-func (sh *shard) schedule(t *Timer, when, now int64) (due bool) {
-	st := sh.st
-	if t.kind == kindPeriodic {
-		periodicOf(t).at = when
+// link places t, pending and linked nowhere, in the bucket of its due tick,
+// or, if that tick is due now, marks it fired and reports true: the caller
+// hands it to the executor (and counts it no longer pending if it was).
+// A Reset may postpone t meanwhile, without the lock: marking it fired is a
+// compare-and-swap against the due tick that placing it read, and a timer
+// postponed since is placed again by its new deadline. Called with mu held.
+func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
+	for {
+		w := t.w.Load()
+		if debugChecks {
+			if _, s := unpack(w); s != statePending {
+				panic(fmt.Sprintf("timingwheel: internal error: link of a timer in state %d", s))
+			}
+		}
+		if !sh.place(t, w>>stateBits, nowTick) {
+			return false
+		}
+		if t.w.CompareAndSwap(w, pack(0, stateFired)) {
+			return true
+		}
 	}
-	t.at = ceilDiv(when, st.tick)
-	if sh.place(t, t.at, floorDiv(now, st.tick)) {
-		t.state.Store(stateFired)
-		return true
-	}
-	t.state.Store(statePending)
-	sh.addPending(1)
-	return false
 }
 
 // drain places every timer of the incoming stack that is still queued, and
@@ -260,26 +271,45 @@ func (sh *shard) drain(now int64) {
 	st := sh.st
 	nowTick := floorDiv(now, st.tick)
 	for t != nil {
+		// Read the link first: once t leaves the queued states it may be
+		// pushed again. Clear it, so that a drained timer its owner keeps
+		// does not keep the rest of the stack alive.
 		next := t.next
-		// A stopped timer is left as it is: it is garbage, with the rest
-		// of the stack below it.
-		if t.state.Load() == stateQueued && t.state.CompareAndSwap(stateQueued, statePending) {
-			t.at = ceilDiv(t.at, st.tick) // the deadline becomes the due tick
-			if sh.place(t, t.at, nowTick) {
-				t.state.Store(stateFired)
+		t.next = nil
+		for {
+			w := t.w.Load()
+			v, s := unpack(w)
+			if s == stateQueuedStopped {
+				if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
+					break
+				}
+				continue
+			}
+			if s != stateQueued {
+				break // cannot happen: only queued timers are on the stack
+			}
+			// The deadline becomes the due tick.
+			if !t.w.CompareAndSwap(w, pack(st.dueTick(v), statePending)) {
+				continue
+			}
+			if sh.link(t, nowTick) {
 				st.pool.Submit(t)
 			} else {
-				sh.addPending(1)
+				sh.addPendingOf(t, 1)
 			}
+			break
 		}
 		t = next
 	}
 }
 
-// addPending adjusts the count of pending timers.
-func (sh *shard) addPending(n int) {
+// addPendingOf adjusts the count of pending timers by n timers like t.
+// Under WithMaxPending, a periodic timer holds its place in the bound for
+// its whole series, pending or running, so its moves in and out of the
+// wheel do not count there (see ScheduleFunc).
+func (sh *shard) addPendingOf(t *Timer, n int) {
 	sh.count += n
-	if sh.st.maxPending > 0 {
+	if sh.st.maxPending > 0 && t.kind != kindPeriodic {
 		sh.st.pending.Add(int64(n))
 	}
 }
@@ -296,7 +326,7 @@ func (sh *shard) checkInvariants() error {
 			if t.prev != prev {
 				return fmt.Errorf("%s: broken prev link", where())
 			}
-			if s := t.state.Load(); s != statePending {
+			if _, s := unpack(t.w.Load()); s != statePending {
 				return fmt.Errorf("%s: linked timer in state %d", where(), s)
 			}
 			if t.sh != sh {
@@ -323,6 +353,16 @@ func (sh *shard) checkInvariants() error {
 	}
 	if err := checkLanes(&sh.cascade, func() string { return "cascade" }); err != nil {
 		return err
+	}
+	if err := checkLanes(&sh.never, func() string { return "never" }); err != nil {
+		return err
+	}
+	for i := range sh.never.lane {
+		for root, t := &sh.never.lane[i], sh.never.lane[i].next; t != root; t = t.next {
+			if d, _ := unpack(t.w.Load()); d < sh.st.neverTick {
+				return fmt.Errorf("never: a timer due at %d, before %d", d, sh.st.neverTick)
+			}
+		}
 	}
 	for k, lv := range sh.levels {
 		if want := sh.c0 - floorMod(sh.c0, lv.tick); lv.cur != want {
@@ -355,7 +395,9 @@ func (sh *shard) checkBucket(lv *level, b *bucket, where func() string) error {
 	}
 	for j := range b.root.lane {
 		for root, t := &b.root.lane[j], b.root.lane[j].next; t != root; t = t.next {
-			d := t.at
+			// A Reset may postpone t without the lock: its due tick only
+			// grows, so the limits below hold for the tick it was placed by.
+			d, _ := unpack(t.w.Load())
 			// The bucket must expire no later than the start of the
 			// timer's own bucket at this level (or than the next tick,
 			// for a timer parked after the clock went backwards), so the

@@ -59,7 +59,8 @@ func dueNs(st *SystemTimer, tm *Timer) int64 {
 	st.Len() // drains the incoming stacks
 	tm.sh.mu.Lock()
 	defer tm.sh.mu.Unlock()
-	return tm.at * st.tick
+	due, _ := unpack(tm.w.Load())
+	return due * st.tick
 }
 
 // TestWallClockDeadlineAfterStep: a deadline without a monotonic reading

@@ -1,0 +1,523 @@
+package timingwheel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The promises at the edges: each test here reproduces a defect that was
+// found and fixed, and fails without the fix.
+
+// TestOneNanosecondTickLargestDelays: with a 1ns tick the wheels reach
+// 2^63 ticks only through a level whose span saturates; the largest delays
+// (AfterFunc, Reset, a deadline past 2262) made place skip past the top
+// level, and the driver panicked with "no level above the top one". They
+// are now due at the horizon, which never comes, for every wheel size.
+func TestOneNanosecondTickLargestDelays(t *testing.T) {
+	for _, size := range []int{2, 3, defaultWheelSize, maxWheelSize} {
+		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc, WithTick(time.Nanosecond), WithWheelSize(size))
+			var ran atomic.Int32
+			far, err := st.AfterFunc(math.MaxInt64, func() { ran.Add(1) })
+			require.NoError(t, err)
+			near, err := st.AfterFunc(time.Second, func() { ran.Add(1) })
+			require.NoError(t, err)
+			require.True(t, near.Reset(math.MaxInt64))
+			ctx, cancel := st.WithDeadline(context.Background(), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+			defer cancel()
+			other, err := st.AfterFunc(40*365*24*time.Hour, func() { ran.Add(1) }) // past 2^60 ns
+			require.NoError(t, err)
+			st.step()
+			assert.Equal(t, 4, st.Len())
+			// A clock moved past the 2^60-tick horizon fires none of them
+			// (their deadlines are later still) and does not spin.
+			fc.Add(50 * 365 * 24 * time.Hour)
+			st.step()
+			assert.Zero(t, ran.Load())
+			assert.NoError(t, ctx.Err())
+			assert.True(t, other.Stop())
+			assert.ElementsMatch(t, []*Timer{far, near}, st.Stop())
+		})
+	}
+}
+
+// TestHorizonNeverEarly: a deadline beyond the horizon of a 1ns tick
+// (2^60 ticks, 36 years) is kept for ever, never fired at the horizon.
+func TestHorizonNeverEarly(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(time.Nanosecond))
+	defer st.Stop()
+	var ran atomic.Int32
+	_, err := st.AfterFunc(37*365*24*time.Hour, func() { ran.Add(1) })
+	require.NoError(t, err)
+	_, err = st.AfterFunc(35*365*24*time.Hour, func() { ran.Add(10) })
+	require.NoError(t, err)
+	fc.Add(36*365*24*time.Hour + 200*24*time.Hour) // past the horizon, before 37 years
+	st.step()
+	assert.Equal(t, int32(10), ran.Load(), "only the 35-year timer is due")
+}
+
+// TestTickBounds: a tick from 1ns to a minute is accepted; a larger one
+// would make every timer up to that late and is refused.
+func TestTickBounds(t *testing.T) {
+	for _, tick := range []time.Duration{time.Nanosecond, time.Minute} {
+		st, err := New(WithTick(tick))
+		require.NoError(t, err, "tick %v", tick)
+		st.Stop()
+	}
+	for _, tick := range []time.Duration{time.Minute + 1, time.Hour, math.MaxInt64} {
+		_, err := New(WithTick(tick))
+		require.ErrorContains(t, err, "WithTick", "tick %v", tick)
+	}
+}
+
+// TestZeroValuesPanic: a Timer or SystemTimer not made by the package is
+// misuse, and says so, as time.Timer does, instead of doing nothing (a
+// zero Timer's Reset returned false and never ran) or failing with an
+// index out of range.
+func TestZeroValuesPanic(t *testing.T) {
+	var tm Timer
+	assert.PanicsWithValue(t, "timingwheel: Reset called on an unbound Timer", func() { tm.Reset(time.Second) })
+	assert.PanicsWithValue(t, "timingwheel: TryReset called on an unbound Timer", func() { _, _ = tm.TryReset(time.Second) })
+	assert.PanicsWithValue(t, "timingwheel: Stop called on an unbound Timer", func() { tm.Stop() })
+
+	var st SystemTimer
+	for name, f := range map[string]func(){
+		"AfterFunc":    func() { _, _ = st.AfterFunc(time.Second, func() {}) },
+		"ScheduleFunc": func() { _, _ = st.ScheduleFunc(Every(time.Second), func() {}) },
+		"WithTimeout":  func() { st.WithTimeout(context.Background(), time.Second) },
+		"WithDeadline": func() { st.WithDeadline(context.Background(), time.Now()) },
+		"Bind":         func() { st.Bind(&tm, func() {}) },
+		"Len":          func() { st.Len() },
+		"Stop":         func() { st.Stop() },
+	} {
+		assert.PanicsWithValue(t, "timingwheel: "+name+" called on a SystemTimer not made by New", f, name)
+	}
+}
+
+// TestPeriodicResetDuringRunNoOverlap: Reset of a periodic timer while its
+// run is in progress, from outside or from the run itself, moves the next
+// run and never starts it before the current one returns. It started a
+// second run at once, overlapping the first.
+func TestPeriodicResetDuringRunNoOverlap(t *testing.T) {
+	for _, self := range []bool{false, true} {
+		t.Run(fmt.Sprintf("self=%v", self), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := mustNew(t)
+				defer st.Stop()
+				start := time.Now()
+				var running atomic.Int32
+				var tm atomic.Pointer[Timer]
+				starts := make(chan time.Duration, 8)
+				inRun := make(chan struct{}, 8)
+				var runs atomic.Int32
+				p, err := st.ScheduleFunc(Every(time.Second), func() {
+					if running.Add(1) != 1 {
+						t.Error("runs overlap")
+					}
+					starts <- time.Since(start)
+					if runs.Add(1) == 1 {
+						if self {
+							tm.Load().Reset(10 * time.Millisecond)
+						} else {
+							inRun <- struct{}{}
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+					running.Add(-1)
+				})
+				require.NoError(t, err)
+				tm.Store(p)
+				if !self {
+					<-inRun
+					assert.False(t, p.Reset(10*time.Millisecond), "a running series is not pending")
+				}
+				assert.Equal(t, time.Second, <-starts)
+				// Due 10ms after the Reset, during the run: it starts as
+				// soon as the run returns, and the series goes on from
+				// the time Reset gave.
+				assert.Equal(t, 1100*time.Millisecond, <-starts)
+				assert.Equal(t, 2010*time.Millisecond, <-starts)
+				synctest.Wait() // the run that reported has returned
+				assert.True(t, p.Stop())
+			})
+		})
+	}
+}
+
+// TestPeriodicStopThenResetDuringRun: Stop, then Reset, both during a run:
+// the series goes on after the run, never beside it.
+func TestPeriodicStopThenResetDuringRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		start := time.Now()
+		in, out := make(chan struct{}), make(chan struct{})
+		starts := make(chan time.Duration, 4)
+		var runs atomic.Int32
+		p, err := st.ScheduleFunc(Every(time.Second), func() {
+			starts <- time.Since(start)
+			if runs.Add(1) == 1 {
+				in <- struct{}{}
+				<-out
+			}
+		})
+		require.NoError(t, err)
+		<-in
+		assert.False(t, p.Stop())
+		assert.False(t, p.Reset(time.Millisecond))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, starts, 1, "a run started beside the first")
+		out <- struct{}{}
+		assert.Equal(t, time.Second, <-starts)
+		assert.Equal(t, 2*time.Second, <-starts, "right after the run: its Reset time has passed")
+		// The series goes on from the time Reset gave, 1.001s: no drift.
+		assert.Equal(t, 2*time.Second+time.Millisecond, <-starts)
+		synctest.Wait()
+		assert.True(t, p.Stop())
+	})
+}
+
+// TestPeriodicResetZero: Reset(d <= 0) of a periodic timer runs it now and
+// continues the series from now. It ran at once but kept the old schedule,
+// and lost the run after (Every(1s), Reset(0) at 100ms ran at 100ms and
+// 2s); Reset(1ns) was right, and stays so.
+func TestPeriodicResetZero(t *testing.T) {
+	for _, c := range []struct {
+		d             time.Duration
+		first, second time.Duration
+	}{
+		{0, 100 * time.Millisecond, 1100 * time.Millisecond},
+		{-time.Second, 100 * time.Millisecond, 1100 * time.Millisecond},
+		{time.Nanosecond, 101 * time.Millisecond, 1101 * time.Millisecond}, // rounded up to the tick
+	} {
+		t.Run(fmt.Sprintf("d=%v", c.d), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := mustNew(t)
+				defer st.Stop()
+				start := time.Now()
+				starts := make(chan time.Duration, 4)
+				p, err := st.ScheduleFunc(Every(time.Second), func() { starts <- time.Since(start) })
+				require.NoError(t, err)
+				time.Sleep(100 * time.Millisecond)
+				assert.True(t, p.Reset(c.d))
+				assert.Equal(t, c.first, <-starts)
+				assert.Equal(t, c.second, <-starts)
+				synctest.Wait() // the run that reported has returned
+				assert.True(t, p.Stop())
+			})
+		})
+	}
+}
+
+// TestRetainedStoppedTimerPinsNothing: a timer stopped while on its
+// shard's incoming stack kept its link to the timers below it, so one such
+// timer kept by its owner kept all of them and their closures alive, after
+// the drain and after SystemTimer.Stop alike.
+func TestRetainedStoppedTimerPinsNothing(t *testing.T) {
+	for _, how := range []string{"drain", "SystemTimer.Stop"} {
+		t.Run(how, func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc)
+			// A bucket due first makes wakeAt low, so that later timers
+			// are pushed on the stack instead of placed.
+			_, err := st.AfterFunc(time.Millisecond, func() {})
+			require.NoError(t, err)
+			st.step()
+			const n = 200
+			var kept *Timer
+			payloads := make([]weak.Pointer[[1 << 16]byte], n)
+			func() {
+				for i := range n {
+					buf := new([1 << 16]byte)
+					payloads[i] = weak.Make(buf)
+					tm, err := st.AfterFunc(time.Hour, func() { buf[0]++ })
+					require.NoError(t, err)
+					require.Equal(t, stateQueued, stateOf(tm), "not on the stack")
+					require.True(t, tm.Stop())
+					kept = tm // the last pushed: on top of the others
+				}
+			}()
+			if how == "drain" {
+				assert.Equal(t, 1, st.Len())
+				defer st.Stop()
+			} else {
+				st.Stop()
+			}
+			runtime.GC()
+			alive := 0
+			for _, p := range payloads[:n-1] {
+				if p.Value() != nil {
+					alive++
+				}
+			}
+			assert.Zero(t, alive, "closures of stopped timers kept alive by the one kept")
+			runtime.KeepAlive(kept)
+		})
+	}
+}
+
+func stateOf(t *Timer) uint32 {
+	_, s := unpack(t.w.Load())
+	return s
+}
+
+// TestMaxPendingHoldsForEveryWayToPending: Reset of a stopped or fired
+// timer, and a periodic series re-arming after its run, exceeded the bound.
+// Now TryReset reports ErrTooManyPending, and a series holds its place from
+// ScheduleFunc to its end.
+func TestMaxPendingHoldsForEveryWayToPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithMaxPending(10))
+		defer st.Stop()
+		var tms []*Timer
+		for range 20 {
+			tm, err := st.AfterFunc(time.Hour, func() {})
+			if err != nil {
+				require.ErrorIs(t, err, ErrTooManyPending)
+				continue
+			}
+			tms = append(tms, tm)
+		}
+		require.Len(t, tms, 10)
+		var stopped []*Timer
+		for i := range 10 {
+			tm := &Timer{}
+			st.Bind(tm, func() {})
+			stopped = append(stopped, tm)
+			if i%2 == 0 {
+				_, err := tm.TryReset(time.Hour)
+				require.ErrorIs(t, err, ErrTooManyPending)
+			} else {
+				assert.False(t, tm.Reset(time.Hour))
+			}
+			assert.Equal(t, stateIdle, stateOf(tm))
+		}
+		assert.Equal(t, 10, st.Len())
+		// A pending timer moves freely at the bound.
+		was, err := tms[0].TryReset(2 * time.Hour)
+		assert.True(t, was)
+		assert.NoError(t, err)
+		was, err = tms[1].TryReset(time.Minute)
+		assert.True(t, was)
+		assert.NoError(t, err)
+		// Fired timers free their places, and re-arming them takes one.
+		require.True(t, tms[2].Reset(time.Millisecond))
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 9, st.Len())
+		_, err = stopped[0].TryReset(time.Hour)
+		assert.NoError(t, err)
+		_, err = tms[2].TryReset(time.Hour)
+		assert.ErrorIs(t, err, ErrTooManyPending, "re-arming a fired timer")
+		assert.Equal(t, 10, st.Len())
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithMaxPending(1))
+		defer st.Stop()
+		in, out := make(chan struct{}), make(chan struct{})
+		var runs atomic.Int32
+		p, err := st.ScheduleFunc(Every(time.Second), func() {
+			if runs.Add(1) == 1 {
+				in <- struct{}{}
+				<-out
+			}
+		})
+		require.NoError(t, err)
+		<-in
+		// The series is in its run: its place is still taken.
+		_, err = st.AfterFunc(time.Hour, func() {})
+		assert.ErrorIs(t, err, ErrTooManyPending, "a running series lost its place")
+		out <- struct{}{}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		assert.LessOrEqual(t, st.Len(), 1)
+		assert.Equal(t, int32(11), runs.Load())
+		assert.True(t, p.Stop())
+		// Ended: the place is free, and a Reset of the series takes it.
+		tm, err := st.AfterFunc(time.Hour, func() {})
+		require.NoError(t, err)
+		_, err = p.TryReset(time.Second)
+		assert.ErrorIs(t, err, ErrTooManyPending)
+		require.True(t, tm.Stop())
+		_, err = p.TryReset(time.Second)
+		assert.NoError(t, err)
+		assert.Equal(t, 1, st.Len())
+	})
+}
+
+// TestBind: a Timer in the caller's struct, bound once, armed and disarmed
+// over and over; binding twice or with a nil func is misuse.
+func TestBind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		type conn struct {
+			idle  Timer
+			fired chan time.Duration
+		}
+		start := time.Now()
+		c := &conn{fired: make(chan time.Duration, 4)}
+		st.Bind(&c.idle, func() { c.fired <- time.Since(start) })
+		assert.False(t, c.idle.Stop(), "bound, not armed")
+		assert.False(t, c.idle.Reset(time.Second))
+		time.Sleep(500 * time.Millisecond)
+		assert.True(t, c.idle.Reset(time.Second), "pushed back")
+		assert.Equal(t, 1500*time.Millisecond, <-c.fired)
+		assert.False(t, c.idle.Reset(time.Second), "fired")
+		assert.True(t, c.idle.Stop())
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, c.fired)
+
+		assert.PanicsWithValue(t, "timingwheel: Bind: the Timer is bound already", func() { st.Bind(&c.idle, func() {}) })
+		var other Timer
+		assert.PanicsWithValue(t, "timingwheel: Bind: nil func", func() { st.Bind(&other, nil) })
+	})
+}
+
+// TestResetLaterTakesNoLock: pushing a pending timer back completes while
+// its shard's lock is held elsewhere, and touches no bucket: the timer
+// stays where it was placed until that bucket is due.
+func TestResetLaterTakesNoLock(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	tm, err := st.AfterFunc(time.Second, func() {})
+	require.NoError(t, err)
+	st.Len() // placed
+	require.Equal(t, statePending, stateOf(tm))
+	prev, next := tm.prev, tm.next
+	sh := tm.sh
+	sh.mu.Lock()
+	done := make(chan bool)
+	go func() { done <- tm.Reset(time.Minute) }()
+	var was bool
+	select {
+	case was = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Reset to a later deadline waited for the shard's lock")
+	}
+	assert.Same(t, prev, tm.prev, "the timer moved")
+	assert.Same(t, next, tm.next, "the timer moved")
+	sh.mu.Unlock()
+	assert.True(t, was)
+}
+
+// TestResetLaterNeverAtOldDeadline: a timer pushed back is never run at its
+// old deadline, whether its old bucket is due in level 0 or cascades from
+// above, and runs once at the new one, within a tick.
+func TestResetLaterNeverAtOldDeadline(t *testing.T) {
+	for _, c := range []struct{ first, later time.Duration }{
+		{100 * time.Millisecond, 50 * time.Millisecond},    // level 0, same bucket turn
+		{100 * time.Millisecond, 10 * time.Second},         // level 0 to level 1
+		{10 * time.Second, 3 * time.Minute},                // level 1 to level 1
+		{time.Minute, time.Hour},                           // level 1 to level 2
+		{time.Second, 512 * time.Millisecond},              // one level-0 turn later
+		{time.Millisecond, time.Millisecond / 3},           // same tick
+		{5 * time.Minute, 5*time.Minute + time.Nanosecond}, // a cascading bucket
+	} {
+		t.Run(fmt.Sprintf("%v+%v", c.first, c.later), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := mustNew(t)
+				defer st.Stop()
+				time.Sleep(time.Millisecond / 3) // off the tick grid
+				start := time.Now()
+				fired := make(chan time.Duration, 2)
+				tm, err := st.AfterFunc(c.first, func() { fired <- time.Since(start) })
+				require.NoError(t, err)
+				// Push it back just before its deadline, then once more.
+				time.Sleep(c.first - time.Nanosecond)
+				require.True(t, tm.Reset(c.later))
+				want := c.first - time.Nanosecond + c.later
+				got := <-fired
+				assert.GreaterOrEqual(t, got, want, "early")
+				assert.LessOrEqual(t, got, want+time.Millisecond, "late")
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				assert.Empty(t, fired, "ran twice")
+			})
+		})
+	}
+}
+
+// TestResetRacesDriver pushes timers back, and re-arms fired ones, from
+// several goroutines while the driver fires and cascades them: each arming
+// runs exactly once or is replaced (Reset true), Stop's result agrees, and
+// nothing runs before the deadline of the arming it belongs to.
+func TestResetRacesDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Millisecond
+		st := mustNew(t, WithWheelSize(4))
+		const goroutines, timers, rounds = 4, 64, 40
+		type rec struct {
+			mu       sync.Mutex
+			deadline []time.Time // of the armings that must run, in order
+			runs     []time.Time
+		}
+		recs := make([]*rec, goroutines*timers)
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []*Timer
+				for i := range timers {
+					r := &rec{}
+					recs[g*timers+i] = r
+					d := time.Duration(1+(g*timers+i)%7) * tick
+					r.mu.Lock()
+					r.deadline = append(r.deadline, time.Now().Add(d))
+					tm, err := st.AfterFunc(d, func() {
+						r.mu.Lock()
+						r.runs = append(r.runs, time.Now())
+						r.mu.Unlock()
+					})
+					r.mu.Unlock()
+					require.NoError(t, err)
+					mine = append(mine, tm)
+				}
+				for k := range rounds {
+					for i, tm := range mine {
+						r := recs[g*timers+i]
+						d := time.Duration(1+(k*i+g)%50) * tick / 3
+						r.mu.Lock()
+						dl := time.Now().Add(d)
+						if tm.Reset(d) {
+							r.deadline[len(r.deadline)-1] = dl // replaced
+						} else {
+							r.deadline = append(r.deadline, dl)
+						}
+						r.mu.Unlock()
+					}
+					time.Sleep(time.Duration(k%3) * tick)
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Empty(t, st.Stop())
+		for i, r := range recs {
+			require.Equal(t, len(r.deadline), len(r.runs), "timer %d: armings and runs", i)
+			for k := range r.runs {
+				require.False(t, r.runs[k].Before(r.deadline[k]), "timer %d run %d early", i, k)
+				require.LessOrEqual(t, r.runs[k].Sub(r.deadline[k]), tick, "timer %d run %d late", i, k)
+			}
+		}
+	})
+}
