@@ -28,16 +28,69 @@
 //	log.Append(...)
 //	p.CheckAndComplete("orders-0") // after every change that may complete an operation
 //
-// # Ending exactly once
+// # Ending exactly once, OnComplete last
 //
 // An operation ends in one of three ways: its TryComplete completes it, some
 // goroutine calls its ForceComplete, or its timeout fires. All three go
 // through one compare-and-swap on the operation's state word that sets its
-// completed flag; the goroutine whose swap succeeds, and only that one, calls
-// OnExpiration (only if it is the timeout's) and then OnComplete. OnComplete
-// is therefore called exactly once, always last: after it returns, the
-// purgatory calls nothing of the operation again. OnExpiration comes first
-// so that OnComplete can see that the operation expired.
+// completed flag, so exactly one of them wins, and OnComplete is called
+// exactly once, after OnExpiration if the timeout won (so that OnComplete
+// can see that the operation expired), on the same goroutine.
+//
+// OnComplete is also the last call the purgatory makes to the operation: no
+// TryComplete runs while, or starts after, OnExpiration or OnComplete
+// does. The state word has a running flag, set while a goroutine runs
+// TryComplete (see below). If the winning swap finds it clear, the winner
+// calls OnExpiration and OnComplete itself, and since no try can start once
+// the completed flag is set, none will. If it finds it set, the winner does
+// not call them, nor wait: it sets a handed flag in the same swap and
+// returns (ForceComplete returns true), and the goroutine running
+// TryComplete calls them as soon as TryComplete returns. So
+//
+//   - ForceComplete called from TryComplete, as in `return f.ForceComplete()`,
+//     returns true before OnComplete runs, which is right after TryComplete
+//     returns, on the same goroutine, before TryCompleteElseWatch or
+//     CheckAndComplete returns;
+//   - ForceComplete called elsewhere while a TryComplete runs returns true
+//     at once, and OnComplete runs later, on the TryComplete's goroutine;
+//   - a timeout that fires while a TryComplete runs leaves OnExpiration and
+//     OnComplete to the TryComplete's goroutine too;
+//   - a TryComplete running when the operation completes, or one that won
+//     its turn just before and starts just after, sees IsCompleted true
+//     from then on, and its ForceComplete returns false; it need not check
+//     IsCompleted.
+//
+// OnComplete sees everything TryComplete wrote: the last TryComplete ran
+// either on the goroutine calling OnComplete, or before the swap that
+// cleared the running flag, which the completing swap observes. It sees
+// too what the winner wrote before its ForceComplete, and what OnExpiration
+// wrote. So state that TryComplete computes and stores in the operation may
+// be read in OnComplete without a lock; but after an expiry or a
+// ForceComplete from elsewhere it is what the last try computed, when the
+// condition did not hold, so recompute it in OnComplete if that matters
+// (Kafka's fetch reads the log again in its onComplete). What is racy is
+// code that, after a ForceComplete from another goroutine returned true,
+// relies on OnComplete having run, or on no TryComplete running:
+//
+//	if f.ForceComplete() { // from a goroutine other than TryComplete's
+//		send(f.response)   // set by OnComplete, which may not have run: racy
+//		f.buf.Free()       // a TryComplete may still be reading it: racy
+//	}
+//
+// Release what the operation holds in OnComplete, and have OnComplete
+// signal (close a channel) whoever waits for the answer. By the same rule
+// TryComplete must not wait for its own operation's OnComplete, directly or
+// through another goroutine: OnComplete waits for TryComplete to return.
+//
+// Kafka's DelayedOperation runs tryComplete under the operation's lock, and
+// whichever caller's forceComplete completes the operation calls onComplete
+// before it returns. In older versions (a compare-and-swap on completed)
+// the expiry did not take the lock, so its onComplete could run while a
+// tryComplete ran, and that tryComplete ran on after it; newer versions take
+// the lock in the expiry too, so the timer's thread waits for a running
+// tryComplete. Here no goroutine waits for another's TryComplete, and the
+// cost is the one above: ForceComplete may return true before OnComplete
+// has run.
 //
 // Completing an operation stops its timer ([timingwheel.Timer.Stop]), so
 // [Purgatory.NumDelayed] drops at once. An expiry checks the canceled flag
@@ -59,7 +112,7 @@
 // TryComplete: a try that finds one running sets a retry flag in the state
 // word and returns; the running one can clear its running flag only while
 // the retry flag is clear, so it sees the flag and runs TryComplete again,
-// after the change. The running one's compare-and-swap that clears the flag
+// after the change, unless the operation is completed meanwhile. The running one's compare-and-swap that clears the flag
 // observes the one that set it, so the new run also sees the change's memory
 // writes.
 //

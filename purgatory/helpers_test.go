@@ -34,7 +34,9 @@ func newTimer(t testing.TB, opts ...timingwheel.Option) *timingwheel.SystemTimer
 }
 
 // testOp completes once ready is set and it is tried. It counts every
-// call the purgatory makes to it and notices overlapping TryComplete calls.
+// call the purgatory makes to it and notices overlapping TryComplete calls,
+// and any part of a TryComplete that runs after OnExpiration or OnComplete
+// started.
 type testOp struct {
 	Op
 	ready atomic.Bool
@@ -48,6 +50,8 @@ type testOp struct {
 	tries, completes, expirations atomic.Int32
 	inTry                         atomic.Int32
 	overlap                       atomic.Bool // two TryComplete calls ran at once
+	tryAfterEnd                   atomic.Bool // TryComplete ran on after OnExpiration or OnComplete started
+	endDuringTry                  atomic.Bool // OnExpiration or OnComplete started while TryComplete ran
 	expiredFirst                  atomic.Bool // OnComplete found OnExpiration done
 }
 
@@ -65,13 +69,26 @@ func (o *testOp) TryComplete() bool {
 	if o.tryHook != nil {
 		o.tryHook(n)
 	}
+	o.checkNotEnded()
 	if ready {
-		return o.ForceComplete()
+		done := o.ForceComplete()
+		o.checkNotEnded() // OnComplete runs after TryComplete returns
+		return done
 	}
 	return false
 }
 
+// checkNotEnded notes whether the operation's end was called already.
+func (o *testOp) checkNotEnded() {
+	if o.completes.Load() > 0 || o.expirations.Load() > 0 {
+		o.tryAfterEnd.Store(true)
+	}
+}
+
 func (o *testOp) OnComplete() {
+	if o.inTry.Load() != 0 {
+		o.endDuringTry.Store(true)
+	}
 	if o.expirations.Load() > 0 {
 		o.expiredFirst.Store(true)
 	}
@@ -82,6 +99,9 @@ func (o *testOp) OnComplete() {
 }
 
 func (o *testOp) OnExpiration() {
+	if o.inTry.Load() != 0 {
+		o.endDuringTry.Store(true)
+	}
 	o.expirations.Add(1)
 	if o.expireHook != nil {
 		o.expireHook()

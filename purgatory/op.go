@@ -13,21 +13,38 @@ import (
 //
 // None of the methods is called with a lock of the purgatory held, so each
 // may call any method of the purgatory or of any operation.
+//
+// The purgatory's calls of one operation are ordered: TryComplete calls one
+// after another, never two at once, then OnExpiration if the timeout
+// completed the operation, then OnComplete. Each returns before the next
+// starts, and its memory writes are seen by the next, whatever goroutine
+// each runs on. So OnComplete may read, without a lock, what TryComplete
+// stored in the operation, and release what the operation holds: nothing
+// else of it is called afterwards. The package doc, "Ending exactly once,
+// OnComplete last", says how, and what that costs ForceComplete.
 type Operation interface {
 	// TryComplete checks whether the operation can complete now and, if
 	// it can, completes it with ForceComplete and returns what
-	// ForceComplete returned; otherwise it returns false. The purgatory
-	// never runs two TryComplete calls of one operation at once, and it
-	// does not call it once the operation is completed.
+	// ForceComplete returned; otherwise it returns false. It is never
+	// called twice at once, nor once OnExpiration or OnComplete has
+	// started. But another goroutine may complete the operation (with
+	// ForceComplete, or by its timeout) just before or while TryComplete
+	// runs: IsCompleted is then true, ForceComplete returns false, and
+	// OnExpiration and OnComplete are called when TryComplete returns.
+	// TryComplete need not check IsCompleted, unless to skip work that is
+	// useless once the operation is completed. It must not wait for
+	// OnComplete, which waits for it.
 	TryComplete() bool
 
 	// OnComplete is called exactly once, whichever way the operation
 	// ends: by TryComplete, by ForceComplete or by its timeout. It is
-	// the last call the purgatory makes to the operation.
+	// the last call the purgatory makes to the operation: no TryComplete
+	// is running when it starts, and none starts later.
 	OnComplete()
 
 	// OnExpiration is called when the timeout completed the operation,
-	// just before OnComplete, and otherwise never.
+	// just before OnComplete and on the same goroutine, and otherwise
+	// never.
 	OnExpiration()
 
 	// ForceComplete and IsCompleted are provided by Op.
@@ -119,6 +136,8 @@ const (
 	stDetached                     // the purgatory let go of it: no more tries or watches
 	stArmed                        // timer is set and nobody has stopped it yet
 	stWatched                      // TryCompleteElseWatch is done watching: refs are final
+	stHanded                       // completed while stRunning: the runner owes the callbacks
+	stExpired                      // with stHanded: the timeout completed it
 
 	refShift        = 32
 	refOne   uint64 = 1 << refShift
@@ -127,20 +146,50 @@ const (
 func (o *Op) base() *Op { return o }
 
 // IsCompleted reports whether the operation has completed. It becomes true
-// when the completion is decided, just before OnExpiration and OnComplete
-// run.
+// when the completion is decided: before OnExpiration and OnComplete run,
+// which is later if a TryComplete is running then (see ForceComplete).
 func (o *Op) IsCompleted() bool { return o.state.Load()&stCompleted != 0 }
 
 // ForceComplete completes the operation unless it is already completed, and
-// reports whether this call completed it; if so it calls OnComplete, on the
-// calling goroutine, before returning, and the operation's timeout will not
-// fire. Before the operation has been passed to TryCompleteElseWatch, it
-// does nothing and returns false.
+// reports whether this call completed it. If it did, the operation's
+// timeout will not fire, and OnComplete is called exactly once: by this
+// call, on the calling goroutine, before it returns, unless a TryComplete
+// of the operation is running. Then the goroutine running TryComplete
+// calls OnComplete as soon as TryComplete returns, and ForceComplete
+// returns true at once, without waiting for it, so that no TryComplete
+// runs while or after OnComplete does.
+//
+// Called from TryComplete, as in the usual
+//
+//	return f.ForceComplete()
+//
+// ForceComplete therefore never calls OnComplete itself: OnComplete runs
+// on the same goroutine right after TryComplete returns, before the
+// purgatory method that called TryComplete (TryCompleteElseWatch,
+// CheckAndComplete) returns. Code in TryComplete after ForceComplete
+// returned true runs before OnComplete.
+//
+// Called from another goroutine while a TryComplete runs, ForceComplete
+// returns true before OnComplete has run. So release what the operation
+// holds in OnComplete, not after ForceComplete returns, and have OnComplete
+// signal whoever waits for the answer. This is racy:
+//
+//	if f.ForceComplete() {
+//		send(f.response) // set by OnComplete, which may not have run yet
+//		f.buf.Free()     // TryComplete may still be reading f.buf
+//	}
+//
+// Before the operation has been passed to TryCompleteElseWatch,
+// ForceComplete does nothing and returns false.
 func (o *Op) ForceComplete() bool { return o.complete(false) }
 
 // complete is the one place an operation completes: the compare-and-swap
-// that sets stCompleted decides which caller runs the callbacks, so they run
-// exactly once. An expiry does not complete an operation whose timeout was
+// that sets stCompleted decides which caller completes it, so the callbacks
+// run exactly once. If the swap finds a TryComplete running (stRunning), it
+// sets stHanded (and stExpired for an expiry) in the same swap, and the
+// runner calls the callbacks after TryComplete returns (see run); since
+// stRunning cannot be set again once stCompleted is, no TryComplete runs
+// after them. An expiry does not complete an operation whose timeout was
 // canceled.
 func (o *Op) complete(expiry bool) bool {
 	for {
@@ -148,7 +197,14 @@ func (o *Op) complete(expiry bool) bool {
 		if s&(stCompleted|stReady) != stReady || expiry && s&stCanceled != 0 {
 			return false
 		}
-		if o.state.CompareAndSwap(s, s|stCompleted) {
+		n := s | stCompleted
+		if s&stRunning != 0 {
+			n |= stHanded
+			if expiry {
+				n |= stExpired
+			}
+		}
+		if o.state.CompareAndSwap(s, n) {
 			p := o.p
 			if refs := int64(s >> refShift); refs > 0 {
 				p.stale.Add(refs) // every entry of the op is stale now
@@ -156,16 +212,25 @@ func (o *Op) complete(expiry bool) bool {
 					p.enqueue(o) // for the purge; else TryCompleteElseWatch unwatches it
 				}
 			}
-			if expiry {
-				o.self.OnExpiration()
-			} else {
+			if !expiry {
 				o.stopTimer()
 			}
-			o.self.OnComplete()
+			if n&stHanded == 0 {
+				o.callbacks(expiry)
+			}
 			p.maybePurge()
 			return true
 		}
 	}
+}
+
+// callbacks calls OnExpiration, for an expiry, then OnComplete. OnExpiration
+// comes first so that OnComplete can see that the operation expired.
+func (o *Op) callbacks(expiry bool) {
+	if expiry {
+		o.self.OnExpiration()
+	}
+	o.self.OnComplete()
 }
 
 // expire is the function of the operation's timer.
@@ -224,12 +289,22 @@ func (o *Op) try() bool {
 }
 
 // run runs TryComplete, and again as long as stRetry was set meanwhile and
-// the operation is not completed, then drops stRunning.
+// the operation is not completed, then drops stRunning. If the operation
+// was completed while TryComplete ran (stHanded: by TryComplete's own
+// ForceComplete, another goroutine's, or the timeout), run calls the
+// callbacks that the completion left to it, after dropping stRunning: the
+// CAS that drops it observes the completion's, so the completer's writes
+// are seen by the callbacks, and TryComplete's writes are too, being on
+// this goroutine.
 func (o *Op) run() (done bool) {
 	released := false
 	defer func() {
 		if !released { // TryComplete panicked: let the next try run
-			o.state.And(^(stRunning | stRetry))
+			if s := o.state.And(^(stRunning | stRetry)); s&stHanded != 0 {
+				// Still end the operation: its completer was told it
+				// did. A panic here would follow TryComplete's.
+				o.callbacks(s&stExpired != 0)
+			}
 		}
 	}()
 	for {
@@ -245,6 +320,9 @@ func (o *Op) run() (done bool) {
 			}
 			if o.state.CompareAndSwap(s, s&^(stRunning|stRetry)) {
 				released = true
+				if s&stHanded != 0 {
+					o.callbacks(s&stExpired != 0)
+				}
 				return done
 			}
 		}

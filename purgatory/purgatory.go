@@ -772,13 +772,17 @@ func (p *Purgatory[K]) NumDelayed() int { return int(p.delayed.Load()) }
 // Close closes the purgatory and returns the operations that were still
 // waiting, each once: their timeouts are canceled, they leave every watch
 // list, and the purgatory never tries them again. They are not completed;
-// call ForceComplete to complete them (OnComplete then runs on the caller).
-// A TryComplete already running when Close is called may still complete
-// its operation; ForceComplete then returns false.
+// call ForceComplete to complete them (OnComplete then runs on the caller,
+// or, if a TryComplete that started before Close still runs, on its
+// goroutine when it returns). A TryComplete already running when Close is
+// called may still complete its operation; ForceComplete then returns
+// false.
 //
 // If New created the SystemTimer, Close stops it, waiting for the timer
 // callbacks that are running (so for OnExpiration and OnComplete of
-// operations that expire meanwhile), except the one calling Close, if any.
+// operations that expire meanwhile, unless a TryComplete of the operation
+// was running: its goroutine calls them), except the one calling Close, if
+// any.
 // Later calls of Close return nil, and TryCompleteElseWatch,
 // CheckAndComplete and CancelForKey return ErrClosed.
 func (p *Purgatory[K]) Close() []Operation {

@@ -16,7 +16,8 @@ const stressKeys = 8
 
 // stressOp completes once need events have happened on its keys since it
 // was submitted. It counts how it ended: wins are the ForceComplete calls
-// that returned true, whoever made them.
+// that returned true, whoever made them. It notices a TryComplete that
+// runs while or after OnExpiration or OnComplete does.
 type stressOp struct {
 	Op
 	keys     []int
@@ -27,8 +28,8 @@ type stressOp struct {
 	ended    *sync.WaitGroup
 
 	wins, completes, expirations atomic.Int32
-	early, overlap               atomic.Bool
-	inTry                        atomic.Int32
+	early, overlap, afterEnd     atomic.Bool
+	inTry, ending                atomic.Int32
 }
 
 func (o *stressOp) seen() int64 {
@@ -44,10 +45,29 @@ func (o *stressOp) TryComplete() bool {
 		o.overlap.Store(true)
 	}
 	defer o.inTry.Add(-1)
+	o.checkNotEnded()
 	if o.seen()-o.baseline < o.need {
 		return false
 	}
-	return o.win()
+	done := o.win()
+	o.checkNotEnded()
+	return done
+}
+
+// checkNotEnded notes whether OnExpiration or OnComplete has started.
+func (o *stressOp) checkNotEnded() {
+	if o.ending.Load() != 0 {
+		o.afterEnd.Store(true)
+	}
+}
+
+// ends marks OnExpiration or OnComplete as started, noting whether a
+// TryComplete is running.
+func (o *stressOp) ends() {
+	o.ending.Store(1)
+	if o.inTry.Load() != 0 {
+		o.afterEnd.Store(true)
+	}
 }
 
 func (o *stressOp) win() bool {
@@ -59,6 +79,7 @@ func (o *stressOp) win() bool {
 }
 
 func (o *stressOp) OnExpiration() {
+	o.ends()
 	o.expirations.Add(1)
 	if time.Since(o.start) < o.Timeout {
 		o.early.Store(true)
@@ -66,6 +87,7 @@ func (o *stressOp) OnExpiration() {
 }
 
 func (o *stressOp) OnComplete() {
+	o.ends()
 	if o.completes.Add(1) == 1 {
 		o.ended.Done()
 	}
@@ -76,7 +98,8 @@ func (o *stressOp) OnComplete() {
 // returns) and ForceComplete, while operations are submitted and time out.
 // Every operation must end exactly once: one OnComplete, and either one
 // winning ForceComplete (through TryComplete or not) or one OnExpiration,
-// never early; no TryComplete may overlap another of its operation.
+// never early; no TryComplete may overlap another of its operation, or run
+// while or after OnExpiration or OnComplete does.
 func TestStressEveryOperationEndsOnce(t *testing.T) {
 	stress(t)
 }
@@ -195,6 +218,7 @@ func stress(t *testing.T, opts ...Option) {
 				"op %d: %d winning ForceCompletes, %d expirations", i, op.wins.Load(), op.expirations.Load())
 			require.False(t, op.early.Load(), "op %d expired early", i)
 			require.False(t, op.overlap.Load(), "op %d: TryComplete overlapped", i)
+			require.False(t, op.afterEnd.Load(), "op %d: TryComplete ran while or after OnExpiration or OnComplete", i)
 			expired += int(op.expirations.Load())
 		}
 		t.Logf("%d operations, %d expired", n, expired)

@@ -86,7 +86,7 @@ type delayedFetch struct {
 	offset   int64
 	minBytes int64
 	start    time.Time
-	expired  bool // set by OnExpiration, which runs just before OnComplete
+	expired  bool // set by OnExpiration, which runs just before OnComplete, on its goroutine
 }
 
 func (f *delayedFetch) readable() int64 {
