@@ -53,6 +53,20 @@
 // the stack never makes a timer late. Stopping a timer that is still on the
 // stack is a single compare-and-swap.
 //
+// A timer's state and deadline share one atomic word (see timer.go), so
+// that [Timer.Reset] can push a pending timer back without the lock: it
+// stores the later due tick in the timer and leaves the timer in its
+// bucket. Nothing else happens until that bucket comes due; the driver then
+// finds the later tick and places the timer again, in the bucket that holds
+// it now, which is usually of a higher level. So a timer pushed back on
+// every request costs, per push, one clock read and one compare-and-swap
+// (a division too, by a tick that is not a power of two), and the driver
+// touches it once per deadline it lets pass, not once per push: a 30s idle
+// timeout pushed back a thousand times a second is placed again about once
+// every 30s (a little sooner: a bucket above level 0 comes due a quarter of
+// its width early, see below). Moving a timer earlier takes the shard's
+// lock and moves it at once.
+//
 // # Deadlines are rounded up
 //
 // Ticks are counted from the moment New was called. A timer's deadline is
@@ -63,9 +77,14 @@
 // d <= 0 hands the callback to the executor at once, without waiting for a
 // tick.
 //
-// Deadlines are clamped to about 292 years after New, the largest
-// [time.Duration]. A [SystemTimer.AfterFunc] with the largest duration is
-// valid; in practice its callback never runs.
+// Deadlines at or beyond a horizon never come: the horizon is the largest
+// [time.Duration] after New (about 292 years), or 2^60 ticks after New if
+// that is sooner, which only ticks under 8ns make it (36 years at 1ns). A
+// [SystemTimer.AfterFunc] with the largest duration is valid; its timer
+// stays pending, and its callback never runs, whatever the clock does.
+//
+// The tick is at most a minute ([WithTick]): a coarser tick would only make
+// callbacks later, since an idle wheel costs nothing whatever its tick.
 //
 // # Callbacks
 //
@@ -94,6 +113,25 @@
 // change of its state happens under its shard's lock.
 // [Timer.Reset] behaves like [time.Timer.Reset].
 //
+// # Timers in the caller's structs
+//
+// A server keeps a timer per connection, session or worker. [SystemTimer.Bind]
+// binds a [Timer] that is a field of the caller's own struct to the
+// SystemTimer and a function, once; Reset arms it and Stop disarms it, as
+// often as needed, and neither allocates. The zero Timer is unbound: its
+// methods panic, as a time.Timer's do when it was not made by the time
+// package.
+//
+// # Bounds
+//
+// [WithMaxPending] bounds the timers pending at once, whichever way they
+// became pending: AfterFunc and ScheduleFunc return [ErrTooManyPending],
+// Reset of a timer that is not pending arms nothing and [Timer.TryReset]
+// reports the error, and a context is canceled with it as its cause. A
+// timer already pending is never refused, whatever Reset does to it, and a
+// periodic series holds one place from ScheduleFunc until it ends, during
+// its runs too.
+//
 // [SystemTimer.Stop] is idempotent. Once it returns, no callback starts and
 // AfterFunc returns [ErrStopped]. It returns every timer whose callback never
 // started, so nothing is lost, and it returns only after every goroutine the
@@ -106,7 +144,12 @@
 // gives. Each time is computed from the previous scheduled time, not from when
 // the previous run happened, so the series does not drift. Runs of a series
 // never overlap: when a run overruns the next scheduled time, the times that
-// have passed are skipped, as [time.Ticker] drops ticks.
+// have passed are skipped, as [time.Ticker] drops ticks. A Stop or Reset
+// made during a run takes effect when the run returns; Reset(d) with d <= 0
+// runs the function now (or right after the run in progress) and continues
+// the series from now. A Scheduler's times are measured as [time.Until]
+// measures them: a cron schedule's wall-clock times are not moved by a step
+// of the wall clock.
 //
 // # Contexts
 //
