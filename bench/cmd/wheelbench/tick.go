@@ -141,6 +141,7 @@ func runTick(e *Env, opts []timingwheel.Option, m int, from, to time.Duration, n
 // Env of its own that shares e's progress display, and returns the figures
 // it recorded. The SystemTimer is stopped when sub returns.
 func (e *Env) sub(opts []timingwheel.Option, run func(*Env) error) (*Result, error) {
+	cleanHeap()
 	st, err := timingwheel.New(opts...)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,6 @@ func (e *Env) sub(opts []timingwheel.Option, run func(*Env) error) (*Result, err
 	res := &Result{Impl: e.Spec.Name}
 	sub := &Env{Impl: &wheelImpl{st: st}, Spec: e.Spec, Profile: e.Profile, progress: e.progress, res: res}
 	defer sub.Close(nil)
-	cleanHeap()
 	if err := run(sub); err != nil {
 		if skip := (*SkipError)(nil); errors.As(err, &skip) {
 			return nil, fmt.Errorf("unexpectedly skipped: %s", skip.Reason)
