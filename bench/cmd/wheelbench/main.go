@@ -27,6 +27,12 @@ import (
 	"unicode/utf8"
 )
 
+// quickDuration is how long a run without -full or -workloads takes on the
+// reference machine (2 cores), with the build cached. The header and the
+// usage say it; the first command of the top-level README and "Running it"
+// in bench/README.md say the same.
+const quickDuration = "about 60 s"
+
 var (
 	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request)")
 	implsFlag     = flag.String("impls", "", "comma-separated implementations to run, always in the order timingwheel, time.AfterFunc, go-zero (default: all)")
@@ -189,7 +195,7 @@ func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
 	case Full:
 		fmt.Fprintf(w, "  sizes    full: those of the targets (bench/README.md, \"Workloads and targets\")\n")
 	default:
-		fmt.Fprintf(w, "  sizes    quick: reduced, so that all the workloads run in about 60 s; -full runs those of the targets\n")
+		fmt.Fprintf(w, "  sizes    quick: reduced, so that all the workloads run in %s; -full runs those of the targets\n", quickDuration)
 	}
 	fmt.Fprintf(w, "  peers\n")
 	for _, s := range specs {
@@ -302,7 +308,7 @@ func printUsage() {
 	fmt.Fprintf(w, "usage: wheelbench [flags]\n\n")
 	fmt.Fprintf(w, "Runs each workload against each implementation, a fresh process per workload,\n")
 	fmt.Fprintf(w, "and prints a table per workload. Without -full, the sizes are reduced so that\n")
-	fmt.Fprintf(w, "all the workloads run in about 60 s.\n\n")
+	fmt.Fprintf(w, "all the workloads run in %s.\n\n", quickDuration)
 	fmt.Fprintf(w, "workloads:\n")
 	for _, wl := range workloads {
 		title := wl.Title
