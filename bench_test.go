@@ -18,7 +18,7 @@ var pendingSizes = []int{1_000, 100_000, 1_000_000, 10_000_000}
 func noop() {}
 
 // BenchmarkAfterFuncStop times an AfterFunc(30s) + Stop pair with n timers
-// pending 1–2 minutes out (the churn workload of BENCHMARKS.md), for this
+// pending 1–2 minutes out (the churn workload in bench/README.md), for this
 // package and, in the same run, for time.AfterFunc.
 func BenchmarkAfterFuncStop(b *testing.B) {
 	for _, n := range pendingSizes {

@@ -3,7 +3,9 @@ module github.com/go-timingwheel/timingwheel/bench
 go 1.25.0
 
 require (
+	github.com/benbjohnson/clock v1.3.5
 	github.com/go-timingwheel/timingwheel v0.0.0-00010101000000-000000000000
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/zeromicro/go-zero v1.10.3
 	gonum.org/v1/plot v0.17.0
 )
@@ -14,7 +16,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect

@@ -1,11 +1,12 @@
 // Command wheelbench measures github.com/go-timingwheel/timingwheel against
-// time.AfterFunc and go-zero's timing wheel on the workloads of
-// BENCHMARKS.md, all in one process and one run, and prints a table per
-// workload with absolute figures and ratios to this library.
+// time.AfterFunc and go-zero's timing wheel on the workloads of bench/README.md
+// ("Workloads and targets"), all in one run, and prints a table per workload
+// with absolute figures and ratios to this library.
 //
-//	go -C bench run ./cmd/wheelbench              # quick: about a minute
-//	go -C bench run ./cmd/wheelbench -full        # the sizes of BENCHMARKS.md
+//	go -C bench run ./cmd/wheelbench              # quick: about 60 s
+//	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
+//	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
 //
 // Each workload is a file that registers itself (see Register); each
 // implementation is an Impl adapter listed in impls.
@@ -26,10 +27,16 @@ import (
 	"unicode/utf8"
 )
 
+// quickDuration is how long a run without -full or -workloads takes on the
+// reference machine (2 cores), with the build cached. The header and the
+// usage say it; the first command of the top-level README and "Running it"
+// in bench/README.md say the same.
+const quickDuration = "about 60 s"
+
 var (
-	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all)")
+	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request)")
 	implsFlag     = flag.String("impls", "", "comma-separated implementations to run, always in the order timingwheel, time.AfterFunc, go-zero (default: all)")
-	fullFlag      = flag.Bool("full", false, "run the sizes of BENCHMARKS.md instead of the quick ones (several minutes)")
+	fullFlag      = flag.Bool("full", false, "run the sizes of the targets (bench/README.md) instead of the quick ones (several minutes)")
 	chartsFlag    = flag.String("charts", "", "write charts into this directory")
 	chartFormat   = flag.String("chart-format", "png", "chart file format: png or svg")
 	quietFlag     = flag.Bool("quiet", false, "show no progress on stderr")
@@ -186,9 +193,9 @@ func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
 	fmt.Fprintf(w, "  go       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	switch prof {
 	case Full:
-		fmt.Fprintf(w, "  sizes    full: those of BENCHMARKS.md\n")
+		fmt.Fprintf(w, "  sizes    full: those of the targets (bench/README.md, \"Workloads and targets\")\n")
 	default:
-		fmt.Fprintf(w, "  sizes    quick: reduced to run in about a minute; -full runs those of BENCHMARKS.md\n")
+		fmt.Fprintf(w, "  sizes    quick: reduced, so that all the workloads run in %s; -full runs those of the targets\n", quickDuration)
 	}
 	fmt.Fprintf(w, "  peers\n")
 	for _, s := range specs {
@@ -238,7 +245,13 @@ func cpuModel() string {
 
 func selectWorkloads(list string) ([]*Workload, error) {
 	if list == "" {
-		return workloads, nil
+		var all []*Workload
+		for _, w := range workloads {
+			if !w.OnRequest {
+				all = append(all, w)
+			}
+		}
+		return all, nil
 	}
 	var sel []*Workload
 	for name := range strings.SplitSeq(list, ",") {
@@ -294,11 +307,21 @@ func printUsage() {
 	w := flag.CommandLine.Output()
 	fmt.Fprintf(w, "usage: wheelbench [flags]\n\n")
 	fmt.Fprintf(w, "Runs each workload against each implementation, a fresh process per workload,\n")
-	fmt.Fprintf(w, "and prints a table per workload. Without -full, the sizes are reduced to run in\n")
-	fmt.Fprintf(w, "about a minute.\n\n")
+	fmt.Fprintf(w, "and prints a table per workload. Without -full, the sizes are reduced so that\n")
+	fmt.Fprintf(w, "all the workloads run in %s.\n\n", quickDuration)
 	fmt.Fprintf(w, "workloads:\n")
 	for _, wl := range workloads {
-		fmt.Fprintf(w, "  %-10s %s\n", wl.Name, wl.Title)
+		title := wl.Title
+		if wl.OnRequest {
+			title = "(on request: only when -workloads names it) " + title
+		}
+		for i, line := range wrap(title, 66) {
+			name := ""
+			if i == 0 {
+				name = wl.Name
+			}
+			fmt.Fprintf(w, "  %-10s %s\n", name, line)
+		}
 	}
 	fmt.Fprintf(w, "\nimplementations: %s\n\nflags:\n", implNames())
 	flag.PrintDefaults()

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// A Workload is one benchmark of BENCHMARKS.md. Each lives in its own file
+// A Workload is one benchmark: those of the "Workloads and targets" section
+// of bench/README.md, and tools such as tick. Each lives in its own file
 // and registers itself from an init function:
 //
 //	func init() { Register(&Workload{Name: "churn", ...}) }
@@ -30,6 +31,10 @@ type Workload struct {
 	Cases func(p Profile) []Case
 	// Charts are drawn with -charts DIR.
 	Charts []Chart
+	// OnRequest keeps the workload out of a run without -workloads: one
+	// that is not part of the comparison, such as tick, which measures
+	// options only this library has. The tests run it like any other.
+	OnRequest bool
 }
 
 // A Case is one size of a workload, run against each implementation.
@@ -60,7 +65,8 @@ func Register(w *Workload) {
 }
 
 // A Profile selects the default size of every parameter: Tiny for the
-// tests, Quick for a plain run, Full for -full (the sizes of BENCHMARKS.md).
+// tests, Quick for a plain run, Full for -full (the sizes of the targets in
+// bench/README.md, "Workloads and targets").
 type Profile int
 
 const (
