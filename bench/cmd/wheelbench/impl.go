@@ -46,6 +46,21 @@ type TimeoutContexter interface {
 	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
 }
 
+// A Resetter is an Impl whose timers can be re-armed, as time.Timer.Reset
+// does: pushed back while pending, or armed again once fired or stopped.
+// Workloads of timers pushed back over and over (rearm, reuse) find it by
+// type assertion and skip the implementations that lack it.
+type Resetter interface {
+	// Reset re-arms h's timer to run its function d from now. It reports
+	// whether the timer was pending, when the implementation can tell;
+	// otherwise it returns true.
+	Reset(h Handle, d time.Duration) bool
+	// Unarmed returns the handle of a timer that runs f once armed by
+	// Reset, and is not armed yet: a timer kept in the caller's own
+	// struct, where the implementation allows it.
+	Unarmed(f func()) Handle
+}
+
 // An ImplSpec names an implementation and makes instances of it.
 type ImplSpec struct {
 	Name string // column or row name in the tables

@@ -10,7 +10,7 @@ import (
 var runtimeSpec = &ImplSpec{
 	Name: "time.AfterFunc",
 	How: func() string {
-		return "time.AfterFunc and (*time.Timer).Stop; each callback runs in a goroutine of its own"
+		return "time.AfterFunc, (*time.Timer).Stop and Reset; each callback runs in a goroutine of its own"
 	},
 	New: func() Impl { return runtimeImpl{} },
 }
@@ -21,6 +21,18 @@ func (runtimeImpl) AfterFunc(d time.Duration, f func()) Handle { return time.Aft
 func (runtimeImpl) Stop(h Handle) bool                         { return h.(*time.Timer).Stop() }
 func (runtimeImpl) Flush()                                     {}
 func (runtimeImpl) Pending() int                               { return -1 }
+
+// Reset implements Resetter with (*time.Timer).Reset.
+func (runtimeImpl) Reset(h Handle, d time.Duration) bool { return h.(*time.Timer).Reset(d) }
+
+// Unarmed implements Resetter with a time.Timer made by AfterFunc and
+// stopped at once: the time package has no other way to make one that runs
+// a function.
+func (runtimeImpl) Unarmed(f func()) Handle {
+	t := time.AfterFunc(time.Hour, f)
+	t.Stop()
+	return t
+}
 
 // WithTimeout implements TimeoutContexter with context.WithTimeout.
 func (runtimeImpl) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {

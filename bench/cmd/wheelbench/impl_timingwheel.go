@@ -12,7 +12,7 @@ import (
 var timingwheelSpec = &ImplSpec{
 	Name: "timingwheel",
 	How: func() string {
-		return "timingwheel.New() with defaults (tick 1ms); AfterFunc, Timer.Stop, Len, SystemTimer.Stop"
+		return "timingwheel.New() with defaults (tick 1ms); AfterFunc, Timer.Stop, Timer.Reset, Bind, Len, SystemTimer.Stop"
 	},
 	New: func() Impl {
 		st, err := timingwheel.New()
@@ -34,6 +34,23 @@ func (w *wheelImpl) AfterFunc(d time.Duration, f func()) Handle {
 func (w *wheelImpl) Stop(h Handle) bool { return h.(*timingwheel.Timer).Stop() }
 func (w *wheelImpl) Flush()             {}
 func (w *wheelImpl) Pending() int       { return w.st.Len() }
+
+// Reset implements Resetter with Timer.Reset.
+func (w *wheelImpl) Reset(h Handle, d time.Duration) bool { return h.(*timingwheel.Timer).Reset(d) }
+
+// boundTimer is a caller's struct with its timer in it.
+type boundTimer struct {
+	t  timingwheel.Timer
+	id uint64
+}
+
+// Unarmed implements Resetter with a Timer bound in a struct of its own
+// (SystemTimer.Bind): arming and disarming it allocate nothing.
+func (w *wheelImpl) Unarmed(f func()) Handle {
+	b := &boundTimer{}
+	w.st.Bind(&b.t, f)
+	return &b.t
+}
 
 // WithTimeout implements TimeoutContexter with SystemTimer.WithTimeout.
 func (w *wheelImpl) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
