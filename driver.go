@@ -145,6 +145,7 @@ func (st *SystemTimer) expire(ref bucketRef) {
 	b.minD = math.MaxInt64
 	b.root.moveAllTo(&sh.transit)
 	sh.mu.Unlock()
+	st.lag.Store(st.now() - satMul(ref.exp, st.tick))
 	st.replace(sh, &sh.transit, true)
 }
 
@@ -194,7 +195,8 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		// fired in a second pass, because a compare-and-swap is a fence on
 		// amd64 and would wait for every miss in flight.
 		due := len(batch)
-		for n := 0; n < replaceChunk; {
+		n := 0
+		for n < replaceChunk {
 			progress := false
 			for l := range cur {
 				t := cur[l]
@@ -226,6 +228,15 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		}
 		clear(batch[len(fired):])
 		batch = fired
+		sh.stats.fired += uint64(len(batch) - due)
+		if list == &sh.cascade {
+			sh.stats.cascaded += uint64(n)
+		} else {
+			// Each timer of an expired level-0 bucket is due, unless it
+			// was pushed back by a Reset since it was placed (or the
+			// clock went back): then it was placed again.
+			sh.stats.postponed += uint64(n - (len(batch) - due))
+		}
 		for l := range cur {
 			list.lane[l].next, cur[l].prev = cur[l], &list.lane[l]
 		}

@@ -112,6 +112,7 @@ func (p *periodic) hold() bool {
 	}
 	if st.pending.Add(1) > st.maxPending {
 		st.pending.Add(-1)
+		st.rejected.Add(1)
 		return false
 	}
 	p.held = true
@@ -172,11 +173,7 @@ func (p *periodic) rearm() {
 		p.prev = at
 		when, now := st.deadline(at)
 		t.w.Store(pack(st.dueTick(when), statePending))
-		if sh.link(t, floorDiv(now, st.tick)) {
-			st.pool.Submit(t)
-		} else {
-			sh.addPendingOf(t, 1)
-		}
+		sh.admit(t, floorDiv(now, st.tick))
 		return
 	}
 }
@@ -214,16 +211,18 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 		return false, ErrStopped
 	}
 	sh.drain(now)
-	was := false
 	switch _, s := unpack(t.w.Load()); s {
 	case stateFired:
 		// A run was handed over: the next run is at, after it.
 		p.resetReq, p.resetAt, p.stopReq = true, at, false
 		return false, nil
 	case statePending:
-		was = true
 		t.unlink()
-		sh.addPendingOf(t, -1)
+		p.prev = at
+		t.w.Store(pack(st.dueTick(when), statePending))
+		sh.stats.moved++
+		sh.relink(t, floorDiv(now, st.tick))
+		return true, nil
 	case stateReturned:
 		return false, ErrStopped
 	default: // idle or stopped: the series starts again
@@ -233,12 +232,8 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	}
 	p.prev = at
 	t.w.Store(pack(st.dueTick(when), statePending))
-	if sh.link(t, floorDiv(now, st.tick)) {
-		st.pool.Submit(t)
-	} else {
-		sh.addPendingOf(t, 1)
-	}
-	return was, nil
+	sh.admit(t, floorDiv(now, st.tick))
+	return false, nil
 }
 
 // next returns the first scheduled time after prev that is after now.

@@ -51,6 +51,11 @@ type SystemTimer struct {
 
 	maxPending int64
 	pending    atomic.Int64 // pending timers, kept only with WithMaxPending
+	rejected   atomic.Uint64
+	// lag is the driver's lag at its last expiry of a level-0 bucket: how
+	// far the clock was past the bucket's time, in ns. Only the driver
+	// writes it.
+	lag atomic.Int64
 
 	_ [64]byte // wakeAt and closed are read on every AfterFunc: keep them apart
 	// wakeAt bounds when the driver next drains the shards' incoming
@@ -308,6 +313,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 		// holds a place of its own (see ScheduleFunc).
 		if st.pending.Add(1) > st.maxPending {
 			st.pending.Add(-1)
+			st.rejected.Add(1)
 			return ErrTooManyPending
 		}
 		defer st.pending.Add(-1)
@@ -319,11 +325,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 		return ErrStopped
 	}
 	t.w.Store(pack(st.dueTick(when), statePending))
-	if sh.link(t, floorDiv(now, st.tick)) {
-		st.pool.Submit(t)
-	} else {
-		sh.addPendingOf(t, 1)
-	}
+	sh.admit(t, floorDiv(now, st.tick))
 	return nil
 }
 
@@ -343,7 +345,8 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 		return ErrStopped
 	}
 	t.w.Store(pack(0, stateFired))
-	st.pool.Submit(t) // accepted: the pool closes only after every shard
+	sh.stats.armed++
+	sh.fireNow(t) // accepted: the pool closes only after every shard
 	return nil
 }
 

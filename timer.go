@@ -160,6 +160,7 @@ func (sh *shard) stopPending(t *Timer) bool {
 		if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
 			t.unlink()
 			sh.addPendingOf(t, -1)
+			sh.stats.stopped++
 			return true
 		}
 	}
@@ -278,7 +279,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 				if t.w.CompareAndSwap(w, pack(0, stateFired)) {
 					t.unlink()
 					sh.addPendingOf(t, -1)
-					st.pool.Submit(t)
+					sh.fireNow(t)
 					return true, nil
 				}
 				continue
@@ -291,17 +292,16 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 				return true, nil // not earlier: it stays where it is
 			}
 			t.unlink()
-			if sh.link(t, nowTick) {
-				sh.addPendingOf(t, -1)
-				st.pool.Submit(t)
-			}
+			sh.stats.moved++
+			sh.relink(t, nowTick)
 			return true, nil
 		case stateQueued, stateQueuedStopped:
 			sh.drain(now) // queued again by a concurrent Reset since
 		case stateIdle, stateStopped, stateFired:
 			if d <= 0 {
 				if t.w.CompareAndSwap(w, pack(0, stateFired)) {
-					st.pool.Submit(t)
+					sh.stats.armed++
+					sh.fireNow(t)
 					return false, nil
 				}
 				continue
@@ -311,6 +311,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 				// callers cannot overshoot the bound.
 				if st.pending.Add(1) > st.maxPending {
 					st.pending.Add(-1)
+					st.rejected.Add(1)
 					return false, ErrTooManyPending
 				}
 				reserved = true
@@ -318,11 +319,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 			if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
 				continue
 			}
-			if sh.link(t, nowTick) {
-				st.pool.Submit(t)
-			} else {
-				sh.addPendingOf(t, 1)
-			}
+			sh.admit(t, nowTick)
 			return false, nil
 		default: // stateReturned
 			return false, ErrStopped

@@ -54,8 +54,9 @@ type shard struct {
 	cascade lanes // timers of expired upper-level buckets, not yet re-placed
 	never   lanes // timers due at neverTick: no bucket expiry reaches them
 	count   int   // pending timers: linked in a bucket or a list above
-	closed  bool  // the SystemTimer has stopped
-	wakeDQ  bool  // a push made a new delay queue head; wake the poller after unlocking
+	stats   shardStats
+	closed  bool // the SystemTimer has stopped
+	wakeDQ  bool // a push made a new delay queue head; wake the poller after unlocking
 
 	// cascadeDue is the earliest tick at which a timer of the cascade list
 	// may be due, or math.MaxInt64 when the list is empty. Only the
@@ -258,6 +259,37 @@ func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
 	}
 }
 
+// admit places t, newly armed (pending, with its due tick, and linked
+// nowhere), or hands it to the executor if it is due: how every arming of a
+// timer enters the wheel. Called with mu held.
+func (sh *shard) admit(t *Timer, nowTick int64) {
+	sh.stats.armed++
+	if sh.link(t, nowTick) {
+		sh.stats.fired++
+		sh.st.pool.Submit(t)
+		return
+	}
+	sh.addPendingOf(t, 1)
+}
+
+// relink places t again after its due tick moved (pending, counted, and
+// linked nowhere), or hands it to the executor if it is due now. Called
+// with mu held.
+func (sh *shard) relink(t *Timer, nowTick int64) {
+	if sh.link(t, nowTick) {
+		sh.addPendingOf(t, -1)
+		sh.stats.fired++
+		sh.st.pool.Submit(t)
+	}
+}
+
+// fireNow hands t, linked nowhere and just marked fired, to the executor.
+// Called with mu held.
+func (sh *shard) fireNow(t *Timer) {
+	sh.stats.fired++
+	sh.st.pool.Submit(t)
+}
+
 // drain places every timer of the incoming stack that is still queued, and
 // submits those that are due. Called with mu held.
 func (sh *shard) drain(now int64) {
@@ -281,6 +313,8 @@ func (sh *shard) drain(now int64) {
 			v, s := unpack(w)
 			if s == stateQueuedStopped {
 				if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
+					sh.stats.armed++ // armed and stopped before it got here
+					sh.stats.stopped++
 					break
 				}
 				continue
@@ -292,11 +326,7 @@ func (sh *shard) drain(now int64) {
 			if !t.w.CompareAndSwap(w, pack(st.dueTick(v), statePending)) {
 				continue
 			}
-			if sh.link(t, nowTick) {
-				st.pool.Submit(t)
-			} else {
-				sh.addPendingOf(t, 1)
-			}
+			sh.admit(t, nowTick)
 			break
 		}
 		t = next
