@@ -60,6 +60,9 @@ func bucketOf(d time.Duration) int {
 	return 1 + (shift-histMinShift)*histSub + sub
 }
 
+// Record counts d in h.
+func (h *Histogram) Record(d time.Duration) { h.Counts[bucketOf(d)]++ }
+
 // Count returns how many durations h has counted.
 func (h *Histogram) Count() uint64 {
 	var n uint64

@@ -76,7 +76,6 @@ func BenchmarkResetParallel(b *testing.B) {
 // session is a caller's struct with its timer in it.
 type session struct {
 	timeout timingwheel.Timer
-	id      int
 }
 
 // BenchmarkReuse times a per-request timer that lives in the caller's

@@ -112,3 +112,29 @@ func TestStatsJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestHistogramBuckets: every bound falls in the bucket it closes, the
+// next nanosecond in the next one, and quantiles read back the bounds.
+func TestHistogramBuckets(t *testing.T) {
+	for i := 0; i < NumBuckets-1; i++ {
+		b := BucketBound(i)
+		require.Equal(t, i, bucketOf(b), "bound %v", b)
+		require.Equal(t, i+1, bucketOf(b+1), "bound %v + 1ns", b)
+		if i > 0 {
+			require.Less(t, BucketBound(i-1), b)
+			require.LessOrEqual(t, float64(b-BucketBound(i-1))/float64(BucketBound(i-1)), 0.125, "bucket %d too wide", i)
+		}
+	}
+	require.Equal(t, 0, bucketOf(-time.Second))
+	require.Equal(t, NumBuckets-1, bucketOf(time.Hour))
+	var h, o Histogram
+	for _, d := range []time.Duration{time.Microsecond, time.Millisecond, time.Millisecond, 2 * time.Millisecond} {
+		h.Record(d)
+	}
+	o.Record(time.Hour)
+	h.Merge(&o)
+	assert.Equal(t, uint64(5), h.Count())
+	assert.Equal(t, BucketBound(bucketOf(time.Millisecond)), h.Quantile(0.5))
+	assert.Equal(t, BucketBound(NumBuckets-1), h.Quantile(1))
+	assert.Equal(t, time.Duration(0), (&Histogram{}).Quantile(0.5))
+}

@@ -40,8 +40,7 @@ func (w *wheelImpl) Reset(h Handle, d time.Duration) bool { return h.(*timingwhe
 
 // boundTimer is a caller's struct with its timer in it.
 type boundTimer struct {
-	t  timingwheel.Timer
-	id uint64
+	t timingwheel.Timer
 }
 
 // Unarmed implements Resetter with a Timer bound in a struct of its own
