@@ -90,14 +90,23 @@
 //
 // Callbacks run on the executor pool, never on the driver and never inside
 // AfterFunc. [WithWorkers] goroutines wait for work. The driver hands due
-// timers to the pool without ever blocking on it. If work is queued while
-// every worker is busy, a helper goroutine is started; if after a stall delay
-// (the tick, at most 1ms) the work is still waiting, the helper runs queued
-// work until there is none. So a callback that blocks, or takes seconds,
-// holds up other callbacks by at most the stall delay, and costs one extra
-// goroutine while it runs, as [time.AfterFunc] would. With short callbacks
-// the workers keep up, no helper runs anything, and callbacks start in the
-// order their timers became due.
+// timers to the pool without ever blocking on it; the pool wakes an idle
+// worker per callback and shares the callbacks due together out among the
+// workers it woke. A worker is stuck when it has been inside one callback
+// for the stall delay (the tick, at most 1ms): the callback blocks, or takes
+// long. While callbacks wait, the pool watches for stuck workers; it takes
+// back the callbacks queued behind them and starts goroutines, so that
+// [WithWorkers] goroutines make progress, or, when every goroutine is stuck,
+// one goroutine per waiting callback, as [time.AfterFunc] would. So a
+// callback that blocks, or takes seconds, holds up other callbacks by at
+// most about the stall delay, whatever they do, as long as goroutines can
+// be started: N callbacks due in one tick that all block all start within a
+// tick plus the stall delay of their deadline. The goroutines added exit
+// once they find no work and the stuck ones are back. Callbacks that are
+// short, or slow but each under half the stall delay, never start a
+// goroutine: the workers keep up, and callbacks start in the order their
+// timers became due, or, when they need more CPU than there is, run late,
+// in that order.
 //
 // A callback that panics is recovered; the value goes to the
 // [WithPanicHandler] function, and the worker goes on. Callbacks may call any

@@ -1,27 +1,90 @@
-// Package executor runs callbacks on a bounded set of worker goroutines.
+// Package executor runs callbacks on a bounded set of goroutines, and adds
+// goroutines only when callbacks block.
 //
-// Policy. Submit never blocks: items go on an unbounded FIFO queue and idle
-// workers are woken. A fixed number of workers wait for work; a worker takes
-// up to batchMax items at a time, so the queue's lock is taken once per
-// batch and not once per item (at a million items a second, a lock per item
-// makes the lock a convoy), but the items it has not started stay where a
-// helper or Close can take them. When work waits behind busy workers, a
-// helper goroutine is started; after a stall delay it runs whatever is
-// still waiting, in the queue or in a worker's batch, and exits when there
-// is none. So a callback that blocks, or takes seconds, holds up other
-// callbacks by about the stall delay, at the price of one extra goroutine
-// while it does; with short callbacks the workers keep up, no helper runs
-// anything, and items start in the order they were submitted.
+// # Taking work
 //
-// Close hands back every item that has not started, waits for every goroutine
-// of the pool to exit, and may be called from inside a callback: it then waits
-// for all the others.
+// Submit never blocks: items go on an unbounded FIFO queue, and Submit wakes
+// one idle goroutine per queued item that no goroutine already woken will
+// take, as far as there are idle ones. A goroutine takes a batch of
+// queue/(goroutines about to take work) items, at least 1 and at most
+// batchMax: the work spreads over every goroutine that was woken for it,
+// yet the queue's lock is taken once per batch and not once per item when
+// the queue is long (at a million items a second, a lock per item makes the
+// lock a convoy). A goroutine claims the items of its batch one by one
+// through an atomic index, so that the items it has not started stay where
+// the watch, or Close, can take them back with one compare-and-swap. With
+// short items the goroutines keep up and items start in the order they were
+// submitted.
+//
+// # Goroutines stuck in an item
+//
+// A goroutine is stuck when it has been inside one item for the stall
+// delay: the item blocks, or takes long. Nothing on the path of an item
+// measures that. The claim index of a goroutine never decreases, so it is
+// the goroutine's progress marker (taking a batch counts as starting its
+// first item), and a watch goroutine reads it. The watch runs only while
+// work waits (items queued beyond the goroutines woken for them, or not
+// started in a batch); it looks every quarter of the stall delay, and when
+// a goroutine is due to reach the stall delay. For every goroutine inside a
+// batch it estimates when the goroutine started its current item:
+//
+//   - for the first item of a batch, when the goroutine took the batch: a
+//     goroutine that takes a batch while the watch runs, or starts it,
+//     reads the clock, once per batch;
+//   - for a later item, when the watch last saw the item before, but at
+//     most one look before it sees this one: early by at most a quarter of
+//     the stall delay;
+//   - if the watch was not running, the moment the watch starts.
+//
+// At a look, a goroutine whose estimate reaches the stall delay is stuck,
+// and so is every goroutine that would be by the next look, so that
+// goroutines that blocked together are replaced together. So a goroutine
+// is taken as stuck after at least half a stall delay in one item, and
+// usually a whole one; and an item that waits behind a goroutine stuck in
+// an item waits at most the stall delay from when the goroutine started
+// that item, or from when the item was submitted if that is later.
+//
+// Then the watch takes back the items not started in the batches of the
+// stuck goroutines, putting them at the front of the queue (oldest batch
+// first), and, as long as items wait that no goroutine has been woken for:
+//
+//   - if some goroutines are not stuck but fewer than Workers, it starts
+//     as many as are missing, so that Workers goroutines make progress;
+//   - if every goroutine is stuck, it starts one goroutine per waiting item,
+//     which then takes a batch of one: when every goroutine blocks, more
+//     goroutines would most likely block too, and one per item is what
+//     keeps every item from waiting more than the stall delay, as
+//     time.AfterFunc would (it too starts a goroutine per callback).
+//
+// So, as long as goroutines can be started, no item waits more than about
+// the stall delay behind items that block, whatever they do: N items that
+// all block, submitted together, all start within the stall delay of their
+// submission. A goroutine that comes back from an item finds more work or,
+// when there is none and there are more than Workers goroutines not stuck,
+// exits. Items that are merely short while the CPU is busy, or slow but
+// under half the stall delay, never make a goroutine stuck, so no goroutine
+// is started for them: more would only add cost. They run late, in order.
+// A goroutine descheduled inside an item for the stall delay looks stuck;
+// it costs a goroutine, which exits when the queue is empty.
+//
+// What this costs on the path of an item: nothing beyond the claim. Per
+// batch: the lock, and a clock read while the watch runs. The watch costs a
+// timer wake per quarter stall delay while work waits; it reads the
+// markers of the goroutines not stuck, holding the lock.
+//
+// # Close
+//
+// Close hands back every item that has not started, waits for every
+// goroutine of the pool to exit, and may be called from inside an item: it
+// then waits for all the others.
 package executor
 
 import (
+	"cmp"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,10 +94,10 @@ import (
 
 // Config configures a Pool.
 type Config[T any] struct {
-	Workers int           // workers waiting for work; at least 1
+	Workers int           // goroutines that make progress; at least 1
 	Run     func(T)       // runs one item
 	OnPanic func(v any)   // receives a value Run panicked with
-	Stall   time.Duration // how long work may wait behind busy workers
+	Stall   time.Duration // how long work may wait behind a goroutine stuck in one item; positive
 	Manual  bool          // start no goroutines; RunQueued runs the queue (tests)
 	// Touch, if set, is called on every item of a batch a worker takes,
 	// before it runs the first: it reads what Run will read, so that the
@@ -47,21 +110,32 @@ type Pool[T any] struct {
 	run     func(T)
 	touch   func(T) uintptr
 	onPanic func(any)
-	stall   time.Duration
+	size    int           // Config.Workers
+	stall   time.Duration // Config.Stall
+	every   time.Duration // how often the watch looks while work waits
 	manual  bool
+	epoch   time.Time     // times below are time.Since(epoch)
+	timer   *time.Timer   // the watch's; Reset with mu held, only when watching is set
+	stop    chan struct{} // closed by Close: the watch exits
 
-	// mu guards the fields below it. Items never run with mu held.
-	mu         sync.Mutex
-	work       sync.Cond // workers wait here for items
-	exited     sync.Cond // Close waits here for goroutines to exit
-	queue      ring[T]
-	idle       int  // workers waiting on work and not yet signalled
-	woken      int  // workers signalled and not yet back for an item
-	live       int  // goroutines started and not exited
-	helperWait bool // a helper is waiting out its stall delay
-	closed     bool
-	workers    map[int64]*worker[T] // by goroutine id
-	stop       chan struct{}        // closed by Close to release waiting helpers
+	// mu guards the fields below it, and the fields of every worker
+	// documented so. Items never run with mu held.
+	mu       sync.Mutex
+	work     sync.Cond // idle goroutines wait here for items
+	exited   sync.Cond // Close waits here for goroutines to exit
+	queue    ring[T]
+	idle     int    // goroutines waiting on work and not yet signalled
+	coming   int    // goroutines signalled or started and not yet back for an item
+	gs       int    // goroutines that run items: started and not exited
+	stuck    int    // of those, the ones the watch found stuck and not back yet
+	live     int    // every goroutine of the pool, the watch's included
+	batches  uint64 // batches taken: the number of the last one
+	watching bool   // the watch's timer is set: work waits
+	closed   bool
+	watched  []*worker[T]         // the goroutines that run items and are not stuck
+	byID     map[int64]*worker[T] // the goroutines that run items, by goroutine id
+	found    []*worker[T]         // the watch's scratch
+	stolen   []T                  // the watch's scratch
 }
 
 // yieldEvery is how many items a worker runs between yields of its P.
@@ -70,26 +144,40 @@ const yieldEvery = 32
 // batchMax is the most items a worker takes from the queue at once.
 const batchMax = 16
 
-// A worker runs the items of its batch, which it took from the queue at
-// once. It claims each item by incrementing next; a thief (a helper, or
-// Close) claims every item not started yet with one compare-and-swap,
-// holding mu. So no item waits behind a callback that never returns.
+// minEvery bounds how often the watch wakes, whatever the stall delay.
+const minEvery = 10 * time.Microsecond
+
+// A worker is a goroutine that runs items: the batch it took from the queue
+// at once. It claims each item by incrementing next; a thief (the watch,
+// or Close) claims every item not started yet with one compare-and-swap,
+// holding mu. next never decreases, so it is also the worker's progress
+// marker: the worker is inside item next-1 of its batch.
 type worker[T any] struct {
-	goid int64
-	// batch and end are written by the worker with mu held, and read by
-	// the worker without it, or by a thief with it.
+	// batch, base and end are written by the worker with mu held, and read
+	// by the worker without it, or by others with it.
 	batch []T
-	end   int
-	next  atomic.Int64 // index of the first item not claimed
+	base  int64        // next when the batch was taken: batch[i] is claim base+i
+	end   int64        // base + len(batch)
+	next  atomic.Int64 // the first claim not made
 	// touched keeps the sum of Touch's results, so that its reads are
 	// not optimised away; the worker's own.
 	touched uintptr
+	goid    int64 // the worker's own
+
+	// Guarded by the pool's mu.
+	seq    uint64        // the batch's number: batches are taken in queue order
+	busy   bool          // inside a batch: from taking it to coming back
+	stuck  bool          // found stuck by the watch, not back yet
+	index  int           // in the pool's watched, when not stuck
+	mark   int64         // the progress marker the watch last saw
+	markAt time.Duration // when the worker started the item of mark, estimated
+	seenAt time.Duration // when the watch last saw mark, or the batch was taken
 }
 
 // claim takes the next item of the batch, if any is left.
 func (w *worker[T]) claim() (v T, ok bool) {
-	if i := w.next.Add(1) - 1; i < int64(w.end) {
-		return w.batch[i], true
+	if i := w.next.Add(1) - 1; i < w.end {
+		return w.batch[i-w.base], true
 	}
 	return v, false
 }
@@ -99,24 +187,33 @@ func (w *worker[T]) claim() (v T, ok bool) {
 func (w *worker[T]) steal(dst []T) []T {
 	for {
 		cur := w.next.Load()
-		if cur >= int64(w.end) {
+		if cur >= w.end {
 			return dst
 		}
-		if w.next.CompareAndSwap(cur, int64(w.end)) {
-			return append(dst, w.batch[cur:w.end]...)
+		if w.next.CompareAndSwap(cur, w.end) {
+			return append(dst, w.batch[cur-w.base:w.end-w.base]...)
 		}
 	}
 }
 
-// New starts a pool.
+// marker is the worker's progress marker: it moves when the worker starts
+// an item or comes back for work. Taking a batch and touching it count as
+// its first item. Called with the pool's mu held.
+func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
+
+// New starts a pool. It panics if Workers or Stall is not positive, unless
+// Manual is set.
 func New[T any](c Config[T]) *Pool[T] {
 	p := &Pool[T]{
 		run:     c.Run,
 		touch:   c.Touch,
 		onPanic: c.OnPanic,
+		size:    c.Workers,
 		stall:   c.Stall,
+		every:   max(c.Stall/4, minEvery),
 		manual:  c.Manual,
-		workers: make(map[int64]*worker[T]),
+		epoch:   time.Now(),
+		byID:    make(map[int64]*worker[T]),
 		stop:    make(chan struct{}),
 	}
 	if p.onPanic == nil {
@@ -126,14 +223,29 @@ func New[T any](c Config[T]) *Pool[T] {
 	}
 	p.work.L = &p.mu
 	p.exited.L = &p.mu
-	if !p.manual {
-		p.live = c.Workers
-		for range c.Workers {
-			go p.loop(false)
-		}
+	if p.manual {
+		return p
+	}
+	if c.Workers < 1 {
+		panic("executor: Config.Workers must be at least 1")
+	}
+	if c.Stall <= 0 {
+		panic("executor: Config.Stall must be positive")
+	}
+	p.timer = time.NewTimer(time.Hour)
+	p.timer.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.live++
+	go p.watch()
+	for range c.Workers {
+		p.spawn()
 	}
 	return p
 }
+
+// now is the pool's clock.
+func (p *Pool[T]) now() time.Duration { return time.Since(p.epoch) }
 
 // Submit queues items to run. It never blocks. It reports false, and queues
 // nothing, once the pool is closed.
@@ -150,75 +262,223 @@ func (p *Pool[T]) Submit(items ...T) bool {
 	if p.manual {
 		return true
 	}
-	// Wake a worker per batch of work, as far as there are idle ones.
-	for need := (p.queue.len() + batchMax - 1) / batchMax; need > p.woken && p.idle > 0; need-- {
-		p.idle--
-		p.woken++
-		p.work.Signal()
+	p.wake()
+	if p.queue.len() > p.coming {
+		p.arm()
 	}
-	p.watch(false)
 	return true
 }
 
-// watch starts a helper if work waits beyond what idle workers will take,
-// in the queue or in the batch a worker just took, and no helper is waiting
-// already. Called with mu held whenever the queue grows or a batch is taken,
-// so that as long as work may wait behind busy goroutines, one helper counts
-// down the stall delay.
-func (p *Pool[T]) watch(batched bool) {
-	if (p.queue.len() > p.woken || batched) && !p.helperWait && !p.manual {
-		p.helperWait = true
-		p.live++
-		go p.helper()
+// wake signals idle goroutines, one per queued item that no goroutine
+// already on its way will take. Called with mu held.
+func (p *Pool[T]) wake() {
+	for p.idle > 0 && p.coming < p.queue.len() {
+		p.idle--
+		p.coming++
+		p.work.Signal()
 	}
 }
 
-// helper waits the stall delay, then takes over whatever work is still
-// waiting: items not started in the batches of workers stuck in a callback
-// since then go back to the front of the queue, and the helper runs the
-// queue like a worker until it is empty.
-func (p *Pool[T]) helper() {
-	t := time.NewTimer(p.stall)
-	select {
-	case <-t.C:
-	case <-p.stop:
-	}
-	t.Stop()
-	p.mu.Lock()
-	p.helperWait = false
-	var stolen []T
-	for _, w := range p.workers {
-		stolen = w.steal(stolen)
-	}
-	p.queue.pushFront(stolen)
-	if p.queue.len() == 0 || p.closed {
-		p.live--
-		p.exited.Broadcast()
-		p.mu.Unlock()
+// spawn starts a goroutine that takes work at once. Called with mu held.
+func (p *Pool[T]) spawn() {
+	w := &worker[T]{}
+	p.addWatched(w)
+	p.gs++
+	p.live++
+	p.coming++
+	go p.loop(w)
+}
+
+func (p *Pool[T]) addWatched(w *worker[T]) {
+	w.index = len(p.watched)
+	p.watched = append(p.watched, w)
+}
+
+func (p *Pool[T]) removeWatched(w *worker[T]) {
+	last := p.watched[len(p.watched)-1]
+	p.watched[w.index] = last
+	last.index = w.index
+	p.watched[len(p.watched)-1] = nil
+	p.watched = p.watched[:len(p.watched)-1]
+}
+
+// arm starts the watch, which runs as long as work waits. Called with mu
+// held whenever work may have to wait: items queued beyond the goroutines
+// woken for them, or a batch of more than one item taken.
+func (p *Pool[T]) arm() {
+	if p.watching || p.closed {
 		return
 	}
-	p.mu.Unlock()
-	p.loop(true)
+	p.watching = true
+	p.look(true)
 }
 
-// loop runs batches of queued items. A worker waits for more; a helper
-// exits when the queue is empty.
-func (p *Pool[T]) loop(helper bool) {
-	w := &worker[T]{goid: goid.Get()}
+// watch is the goroutine that looks at the pool while work waits.
+func (p *Pool[T]) watch() {
+	for {
+		select {
+		case <-p.timer.C:
+		case <-p.stop:
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.live--
+			p.exited.Broadcast()
+			p.mu.Unlock()
+			return
+		}
+		if p.watching {
+			p.look(false)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// look finds the goroutines stuck in one item, takes back the items they
+// have not started, starts goroutines for waiting work if too few are left
+// making progress, and sets the watch's timer if work still waits. Called
+// with mu held and watching set; arming when the watch was not running.
+func (p *Pool[T]) look(arming bool) {
+	now := p.now()
+	waiting := p.queue.len() > 0
+	var longest time.Duration // in one item, of the busy goroutines
+	for _, w := range p.watched {
+		if !w.busy {
+			continue
+		}
+		if m := w.marker(); m != w.mark {
+			// The worker started this item after the watch last saw
+			// the one before, and, unless the watch woke late, at
+			// most one look ago. If the watch was not running, all
+			// that is known is that it is in the item now.
+			w.mark, w.markAt = m, max(w.seenAt, now-p.every)
+			if arming {
+				w.markAt = now
+			}
+		}
+		w.seenAt = now
+		if w.next.Load() < w.end {
+			waiting = true
+		}
+		longest = max(longest, now-w.markAt)
+	}
+	// Every goroutine in one item for the stall delay is stuck, and so is
+	// every one that would be by the next look.
+	wait := p.every
+	found := p.found[:0]
+	for _, w := range p.watched {
+		if !w.busy {
+			continue
+		}
+		if in := now - w.markAt; longest >= p.stall && in >= p.stall-p.every {
+			found = append(found, w)
+		} else {
+			wait = min(wait, p.stall-in)
+		}
+	}
+	if len(found) > 0 {
+		slices.SortFunc(found, func(a, b *worker[T]) int { return cmp.Compare(a.seq, b.seq) })
+		stolen := p.stolen[:0]
+		for _, w := range found {
+			p.removeWatched(w)
+			w.stuck = true
+			p.stuck++
+			stolen = w.steal(stolen)
+		}
+		p.queue.pushFront(stolen)
+		clear(stolen)
+		p.stolen = stolen[:0]
+		clear(found)
+	}
+	p.found = found[:0]
+	if p.queue.len() > 0 {
+		waiting = true
+		p.wake()
+		p.replace()
+	}
+	if waiting {
+		p.timer.Reset(max(wait, minEvery))
+	} else {
+		p.watching = false
+	}
+}
+
+// replace starts goroutines for the queued items no goroutine is coming
+// for, when stuck goroutines leave fewer than Workers making progress: as
+// many as are missing, or one per item when every goroutine is stuck.
+// Called with mu held.
+func (p *Pool[T]) replace() {
+	items := p.queue.len() - p.coming
+	if items <= 0 {
+		return
+	}
+	n := 0
+	switch going := p.gs - p.stuck; {
+	case going == 0:
+		n = items
+	case going < p.size:
+		n = min(p.size-going, items)
+	}
+	for range n {
+		p.spawn()
+	}
+}
+
+// take gives w its next batch from the queue, which must not be empty: a
+// share of the queue among the goroutines about to take from it. Called
+// with mu held.
+func (p *Pool[T]) take(w *worker[T]) {
+	takers := p.coming + 1
+	n := min(batchMax, (p.queue.len()+takers-1)/takers)
+	clear(w.batch)
+	w.batch = p.queue.pop(w.batch[:0], n)
+	w.base = w.next.Load()
+	w.end = w.base + int64(len(w.batch))
+	p.batches++
+	w.seq = p.batches
+	w.busy = true
+	arm := !p.watching && (len(w.batch) > 1 || p.queue.len() > p.coming)
+	if p.watching || arm {
+		now := p.now()
+		w.mark, w.markAt, w.seenAt = w.base+1, now, now
+	}
+	if arm {
+		p.arm()
+	}
+}
+
+// loop runs batches of queued items, until the pool is closed or there is
+// no work and enough other goroutines to wait for it.
+func (p *Pool[T]) loop(w *worker[T]) {
+	w.goid = goid.Get()
 	p.mu.Lock()
-	p.workers[w.goid] = w
-	p.mu.Unlock()
+	p.byID[w.goid] = w
+	p.coming--
 
 	normal := false
 	defer func() {
-		p.mu.Lock()
-		delete(p.workers, w.goid)
+		if !normal {
+			// A callback called runtime.Goexit.
+			p.mu.Lock()
+		}
+		delete(p.byID, w.goid)
+		if w.stuck {
+			p.stuck--
+		} else {
+			p.removeWatched(w)
+		}
+		p.gs--
 		if !normal && !p.closed {
-			// A callback called runtime.Goexit: put back what this
-			// goroutine had not started, and replace it.
+			// Put back what this goroutine had not started, and replace
+			// it if it was needed.
 			p.queue.pushFront(w.steal(nil))
-			p.live++
-			go p.loop(helper)
+			if p.gs-p.stuck < p.size {
+				p.spawn()
+			}
+			p.wake()
+			if p.queue.len() > p.coming {
+				p.arm()
+			}
 		}
 		p.live--
 		p.exited.Broadcast()
@@ -227,6 +487,30 @@ func (p *Pool[T]) loop(helper bool) {
 
 	ran := 0
 	for {
+		for p.queue.len() == 0 && !p.closed {
+			if p.gs-p.stuck > p.size {
+				normal = true
+				return
+			}
+			p.idle++
+			p.work.Wait()
+			if !p.closed {
+				p.coming--
+			}
+		}
+		if p.closed {
+			normal = true
+			return
+		}
+		p.take(w)
+		p.mu.Unlock()
+		if p.touch != nil {
+			var sum uintptr
+			for _, v := range w.batch {
+				sum += p.touch(v)
+			}
+			w.touched = sum
+		}
 		for {
 			v, ok := w.claim()
 			if !ok {
@@ -243,35 +527,11 @@ func (p *Pool[T]) loop(helper bool) {
 			}
 		}
 		p.mu.Lock()
-		for p.queue.len() == 0 && !p.closed {
-			if helper {
-				normal = true
-				p.mu.Unlock()
-				return
-			}
-			p.idle++
-			p.work.Wait()
-			if !p.closed {
-				p.woken--
-			}
-		}
-		if p.closed {
-			normal = true
-			p.mu.Unlock()
-			return
-		}
-		clear(w.batch)
-		w.batch = p.queue.pop(w.batch[:0], batchMax)
-		w.end = len(w.batch)
-		w.next.Store(0)
-		p.watch(w.end > 1)
-		p.mu.Unlock()
-		if p.touch != nil {
-			var sum uintptr
-			for _, v := range w.batch {
-				sum += p.touch(v)
-			}
-			w.touched = sum
+		w.busy = false
+		if w.stuck {
+			w.stuck = false
+			p.stuck--
+			p.addWatched(w)
 		}
 	}
 }
@@ -314,13 +574,13 @@ func (p *Pool[T]) OnWorker() bool {
 	id := goid.Get()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.workers[id] != nil
+	return p.byID[id] != nil
 }
 
 // Close stops the pool: no item starts after it returns. It returns the items
-// that never started and waits until every goroutine of the pool has exited,
-// except the caller's own when called from inside a callback. Later calls
-// return nil at once.
+// that never started, oldest first, and waits until every goroutine of the
+// pool has exited, except the caller's own when called from inside a
+// callback. Later calls return nil at once.
 func (p *Pool[T]) Close() []T {
 	me := goid.Get()
 	p.mu.Lock()
@@ -329,17 +589,25 @@ func (p *Pool[T]) Close() []T {
 		return nil
 	}
 	p.closed = true
-	left := p.queue.drain()
-	for _, w := range p.workers {
+	// Batches hold older items than the queue; stuck goroutines have none.
+	found := append(p.found[:0], p.watched...)
+	slices.SortFunc(found, func(a, b *worker[T]) int { return cmp.Compare(a.seq, b.seq) })
+	var left []T
+	for _, w := range found {
 		left = w.steal(left) // the caller's own batch too, when it is a worker
 	}
+	clear(found)
+	left = append(left, p.queue.drain()...)
 	want := 0
-	if p.workers[me] != nil {
+	if p.byID[me] != nil {
 		want = 1 // called from a callback: do not wait for ourselves
 	}
 	p.idle = 0
 	p.work.Broadcast()
 	close(p.stop)
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	for p.live > want {
 		p.exited.Wait()
 	}

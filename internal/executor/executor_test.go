@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -29,6 +30,278 @@ func poolGoroutines() int {
 		}
 	}
 	return n
+}
+
+// runGoroutines counts the goroutines, the caller included, that run
+// items: every pool goroutine but the watch.
+func runGoroutines() int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "executor.(*Pool[...]).loop(") || strings.Contains(g, "executor.(*Pool[...]).helper(") {
+			n++
+		}
+	}
+	return n
+}
+
+// blocker runs items that block until release is closed, and records when
+// each started.
+type blocker struct {
+	mu      sync.Mutex
+	started map[int]time.Time
+	release chan struct{}
+	once    sync.Once
+}
+
+func newBlocker() *blocker {
+	return &blocker{started: map[int]time.Time{}, release: make(chan struct{})}
+}
+
+func (b *blocker) run(v int) {
+	b.mu.Lock()
+	b.started[v] = time.Now()
+	b.mu.Unlock()
+	<-b.release
+}
+
+// stop releases the items, once; tests defer it, so that a failed
+// check does not leave goroutines blocked in the bubble.
+func (b *blocker) stop() { b.once.Do(func() { close(b.release) }) }
+
+func (b *blocker) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.started)
+}
+
+func ints(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// TestSubmitWakesEveryWorkerTheQueueNeeds: a Submit wakes as many idle
+// workers as there are queued items, not about half of them. The stall
+// delay is an hour, so that only the workers Submit wakes can start items.
+func TestSubmitWakesEveryWorkerTheQueueNeeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		p := New(Config[int]{Workers: 4, Stall: time.Hour, Run: b.run})
+		defer p.Close()
+		defer b.stop()
+		synctest.Wait() // every worker is idle
+		p.Submit(ints(4 * batchMax)...)
+		synctest.Wait()
+		assert.Equal(t, 4, b.count(), "items started by the workers one Submit woke")
+		b.stop()
+		synctest.Wait()
+		assert.Empty(t, p.Close())
+	})
+}
+
+// TestWorkSpreadsOverWokenWorkers: the queue is shared among the workers
+// woken for it, instead of the first taking a whole batch while the others
+// find nothing. Every item blocks, and the stall delay is an hour, so each
+// woken worker starts exactly one item: the first of its batch.
+func TestWorkSpreadsOverWokenWorkers(t *testing.T) {
+	for _, c := range []struct{ workers, items int }{{8, 8}, {4, 10}, {2, 3}} {
+		t.Run(fmt.Sprintf("workers=%d/items=%d", c.workers, c.items), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBlocker()
+				p := New(Config[int]{Workers: c.workers, Stall: time.Hour, Run: b.run})
+				defer p.Close()
+				defer b.stop()
+				synctest.Wait()
+				p.Submit(ints(c.items)...)
+				synctest.Wait()
+				assert.Equal(t, c.workers, b.count(), "workers that started an item")
+				b.stop()
+				synctest.Wait()
+				assert.Empty(t, p.Close())
+			})
+		})
+	}
+}
+
+// TestBlockedItemsAllStartWithinStall: N items submitted together that all
+// block (a network write to a dead peer) all start within the stall delay
+// of their submission, with 8 workers and with 2: goroutines stuck in an
+// item are replaced at once, not one per stall delay. In a synctest bubble
+// only timers move the clock, so the bound is exact. Once released, the
+// goroutines added go away, down to the workers.
+func TestBlockedItemsAllStartWithinStall(t *testing.T) {
+	const stall = time.Millisecond
+	for _, workers := range []int{8, 2} {
+		for _, n := range []int{8, 40, 200} {
+			for _, oneByOne := range []bool{false, true} {
+				name := fmt.Sprintf("workers=%d/N=%d/oneByOne=%v", workers, n, oneByOne)
+				t.Run(name, func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						b := newBlocker()
+						p := New(Config[int]{Workers: workers, Stall: stall, Run: b.run})
+						defer p.Close()
+						defer b.stop()
+						synctest.Wait()
+						start := time.Now()
+						if oneByOne {
+							for i := range n {
+								p.Submit(i)
+							}
+						} else {
+							p.Submit(ints(n)...)
+						}
+						time.Sleep(10 * stall)
+						assert.Equal(t, n, b.count(), "items started")
+						for v, at := range b.started {
+							assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
+						}
+						b.stop()
+						synctest.Wait()
+						assert.Equal(t, workers, runGoroutines(), "goroutines left once nothing blocks")
+						assert.Empty(t, p.Close())
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestWorkBehindAnItemThatBlocksMidBatch: the items of a batch behind one
+// that blocks start within the stall delay of when it started, also when
+// it is not the batch's first item and when a slow one (not stuck) came
+// before it.
+func TestWorkBehindAnItemThatBlocksMidBatch(t *testing.T) {
+	const stall = time.Millisecond
+	for _, c := range []struct {
+		name string
+		slow time.Duration // how long item 0 takes
+		at   int           // the item that blocks
+	}{
+		{"short items before", 0, 5},
+		{"a slow item before", 6 * stall / 10, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				started := map[int]time.Time{}
+				release := make(chan struct{})
+				p := New(Config[int]{Workers: 1, Stall: stall, Run: func(v int) {
+					mu.Lock()
+					started[v] = time.Now()
+					mu.Unlock()
+					if v == 0 {
+						time.Sleep(c.slow)
+					}
+					if v == c.at {
+						<-release
+					}
+				}})
+				defer p.Close()
+				var once sync.Once
+				stop := func() { once.Do(func() { close(release) }) }
+				defer stop()
+				synctest.Wait()
+				p.Submit(ints(batchMax)...)
+				time.Sleep(10 * stall)
+				mu.Lock()
+				assert.Len(t, started, batchMax, "items started")
+				blocked := started[c.at]
+				for v := c.at + 1; v < batchMax; v++ {
+					assert.LessOrEqual(t, started[v].Sub(blocked), stall, "item %d held up by item %d", v, c.at)
+				}
+				mu.Unlock()
+				stop()
+				assert.Empty(t, p.Close())
+			})
+		})
+	}
+}
+
+// TestShortItemsStartNoGoroutine: items that never stay in one item for the
+// stall delay, short ones and slow ones (half the stall delay each), never
+// make the pool start a goroutine, however long the queue: only stuck
+// goroutines are replaced. Every item counts the goroutines that run items.
+func TestShortItemsStartNoGoroutine(t *testing.T) {
+	const stall = time.Millisecond
+	for _, took := range []time.Duration{0, stall / 2} {
+		t.Run(fmt.Sprintf("took=%v", took), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const workers = 2
+				var mu sync.Mutex
+				most, ran := 0, 0
+				p := New(Config[int]{Workers: workers, Stall: stall, Run: func(int) {
+					n := runGoroutines()
+					mu.Lock()
+					most = max(most, n)
+					ran++
+					mu.Unlock()
+					time.Sleep(took)
+				}})
+				for wave := range 5 {
+					p.Submit(ints(20 * (wave + 1))...)
+					if wave%2 == 0 {
+						p.Submit(ints(3)...)
+					}
+					time.Sleep(stall / 3)
+					n := runGoroutines()
+					mu.Lock()
+					most = max(most, n)
+					mu.Unlock()
+				}
+				time.Sleep(100 * stall)
+				mu.Lock()
+				assert.Equal(t, 20+40+60+80+100+3*3, ran)
+				assert.Equal(t, workers, most, "goroutines running items")
+				mu.Unlock()
+				assert.Empty(t, p.Close())
+			})
+		})
+	}
+}
+
+// TestStuckGoroutinesAreReplacedUpToWorkers: while some goroutines are stuck
+// and others make progress, the pool adds only what it takes to have
+// Workers goroutines making progress, not a goroutine per waiting item.
+func TestStuckGoroutinesAreReplacedUpToWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall = time.Millisecond
+		release := make(chan struct{})
+		var mu sync.Mutex
+		most, ran := 0, 0
+		p := New(Config[int]{Workers: 4, Stall: stall, Run: func(v int) {
+			if v < 0 {
+				<-release
+				return
+			}
+			n := runGoroutines()
+			mu.Lock()
+			most = max(most, n)
+			ran++
+			mu.Unlock()
+			time.Sleep(stall / 10)
+		}})
+		defer p.Close()
+		var once sync.Once
+		stop := func() { once.Do(func() { close(release) }) }
+		defer stop()
+		synctest.Wait()
+		p.Submit(-1, -2) // two workers block for good
+		synctest.Wait()
+		p.Submit(ints(200)...) // 20 ms of work for two workers
+		time.Sleep(100 * stall)
+		mu.Lock()
+		assert.Equal(t, 200, ran)
+		assert.Equal(t, 4+2, most, "goroutines: 4 making progress, 2 stuck")
+		mu.Unlock()
+		stop()
+		synctest.Wait()
+		assert.Equal(t, 4, runGoroutines())
+		assert.Empty(t, p.Close())
+	})
 }
 
 func TestRunsInSubmitOrderWithOneWorker(t *testing.T) {
@@ -245,4 +518,13 @@ func TestRingWrapsAndGrows(t *testing.T) {
 	}
 	assert.Equal(t, next, want)
 	assert.Equal(t, 0, r.len())
+}
+
+func TestNewPanicsOnMisuse(t *testing.T) {
+	assert.PanicsWithValue(t, "executor: Config.Workers must be at least 1", func() {
+		New(Config[int]{Stall: time.Millisecond, Run: func(int) {}})
+	})
+	assert.PanicsWithValue(t, "executor: Config.Stall must be positive", func() {
+		New(Config[int]{Workers: 1, Run: func(int) {}})
+	})
 }
