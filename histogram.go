@@ -129,7 +129,7 @@ func (h *Histogram) MarshalJSON() ([]byte, error) {
 }
 
 // String formats h's count and quantiles on one line.
-func (h *Histogram) String() string {
+func (h Histogram) String() string {
 	if h.Count() == 0 {
 		return "empty"
 	}

@@ -120,4 +120,13 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 }
 
 // executorStats fills in the executor's figures.
-func (st *SystemTimer) executorStats(s *Stats) {}
+func (st *SystemTimer) executorStats(s *Stats) {
+	for _, h := range st.lateness {
+		h.addTo(&s.Lateness)
+	}
+	s.Panics = st.pool.Panics()
+	var gs int
+	s.Backlog, gs = st.pool.Load()
+	s.Workers = st.workers
+	s.Helpers = max(gs-st.workers, 0)
+}

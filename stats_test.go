@@ -107,7 +107,7 @@ func TestStatsJSON(t *testing.T) {
 		b, err := json.Marshal(st.Stats())
 		require.NoError(t, err)
 		js := string(b)
-		for _, want := range []string{`"Fired":100`, `"Lag":"`, `"Lateness":{"count":`, `"p99":"`} {
+		for _, want := range []string{`"Fired":100`, `"Lag":"`, `"Lateness":{"count":100,`, `"p99":"`} {
 			assert.True(t, strings.Contains(js, want), "%s lacks %s", js, want)
 		}
 	})
@@ -137,4 +137,48 @@ func TestHistogramBuckets(t *testing.T) {
 	assert.Equal(t, BucketBound(bucketOf(time.Millisecond)), h.Quantile(0.5))
 	assert.Equal(t, BucketBound(NumBuckets-1), h.Quantile(1))
 	assert.Equal(t, time.Duration(0), (&Histogram{}).Quantile(0.5))
+}
+
+// TestStatsExecutor: the lateness of every callback, within a tick under
+// synctest; panics; the backlog and the goroutines started for callbacks
+// that block, and gone once they return.
+func TestStatsExecutor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithWorkers(2), WithPanicHandler(func(any) {}))
+		defer st.Stop()
+		for i := range 50 {
+			_, err := st.AfterFunc(time.Duration(i)*time.Millisecond+time.Millisecond/3, func() {})
+			require.NoError(t, err)
+		}
+		_, err := st.AfterFunc(time.Second, func() { panic("boom") })
+		require.NoError(t, err)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		s := st.Stats()
+		assert.Equal(t, uint64(51), s.Fired)
+		assert.Equal(t, s.Fired, s.Lateness.Count())
+		assert.LessOrEqual(t, s.Lateness.Quantile(1), BucketBound(bucketOf(time.Millisecond)), "later than a tick under synctest")
+		assert.Equal(t, uint64(1), s.Panics)
+		assert.Equal(t, 2, s.Workers)
+		assert.Zero(t, s.Backlog)
+		assert.Zero(t, s.Helpers)
+
+		// Callbacks that block: the backlog waits, then goroutines are
+		// started for it beyond the workers.
+		release := make(chan struct{})
+		for range 6 {
+			_, err := st.AfterFunc(time.Millisecond, func() { <-release })
+			require.NoError(t, err)
+		}
+		time.Sleep(3 * time.Millisecond) // due, then the stall delay
+		synctest.Wait()
+		s = st.Stats()
+		assert.Positive(t, s.Helpers, "no goroutine started for blocked callbacks: %+v", s)
+		assert.Zero(t, s.Backlog, "every blocked callback started")
+		close(release)
+		synctest.Wait()
+		s = st.Stats()
+		assert.Zero(t, s.Helpers)
+		assert.Equal(t, uint64(57), s.Lateness.Count())
+	})
 }

@@ -52,6 +52,8 @@ type SystemTimer struct {
 	maxPending int64
 	pending    atomic.Int64 // pending timers, kept only with WithMaxPending
 	rejected   atomic.Uint64
+	lateness   []*atomicHistogram // callback start − due time, by executor slot
+	workers    int                // WithWorkers
 	// lag is the driver's lag at its last expiry of a level-0 bucket: how
 	// far the clock was past the bucket's time, in ns. Only the driver
 	// writes it.
@@ -86,6 +88,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		tick:       int64(c.tick),
 		wheelSize:  int64(c.wheelSize),
 		maxPending: int64(c.maxPending),
+		workers:    c.workers,
 		stopped:    make(chan struct{}),
 		driverDone: make(chan struct{}),
 		manual:     c.manual,
@@ -106,8 +109,17 @@ func New(opts ...Option) (*SystemTimer, error) {
 		st.shards[i].init(st)
 	}
 
+	// A slot per worker, up to 64: callbacks record their lateness in
+	// their goroutine's slot, so that workers on different cores seldom
+	// write one cache line.
+	slots := min(c.workers, 64)
+	st.lateness = make([]*atomicHistogram, slots)
+	for i := range st.lateness {
+		st.lateness[i] = new(atomicHistogram)
+	}
 	st.pool = executor.New(executor.Config[*Timer]{
 		Workers: c.workers,
+		Slots:   slots,
 		Run:     runTimer,
 		Touch:   touchTimer,
 		OnPanic: c.onPanic,
@@ -122,10 +134,17 @@ func New(opts ...Option) (*SystemTimer, error) {
 	return st, nil
 }
 
-// runTimer runs a timer's function. Contexts and periodic timers have
-// none: their Timer is the first field of a struct that knows what to do,
-// which saves the allocation of a method value per timer.
-func runTimer(t *Timer) {
+// runTimer runs a timer's function, on a goroutine of the executor with
+// the given slot, after recording how late it starts. Contexts and periodic
+// timers have no function: their Timer is the first field of a struct that
+// knows what to do, which saves the allocation of a method value per timer.
+func runTimer(t *Timer, slot int) {
+	st := t.sh.st
+	// The due tick of the run, unless a Reset re-armed the timer since it
+	// fired (its run is still owed): then the run goes uncounted.
+	if due, s := unpack(t.w.Load()); s == stateFired {
+		st.lateness[slot].record(time.Duration(st.now() - due*st.tick))
+	}
 	switch t.kind {
 	case kindContext:
 		ctxOf(t).expire()
@@ -344,7 +363,7 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 	if sh.closed {
 		return ErrStopped
 	}
-	t.w.Store(pack(0, stateFired))
+	t.w.Store(pack(floorDiv(st.now(), st.tick), stateFired)) // due now, for the lateness
 	sh.stats.armed++
 	sh.fireNow(t) // accepted: the pool closes only after every shard
 	return nil

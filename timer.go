@@ -56,7 +56,7 @@ const (
 	stateQueued                      // on the incoming stack, armed; value: the deadline, ns
 	stateQueuedStopped               // on the incoming stack, stopped before it was placed
 	statePending                     // placed in a list of its shard; value: the due tick
-	stateFired                       // handed to the executor (for a periodic timer: until its next run is scheduled)
+	stateFired                       // handed to the executor (for a periodic timer: until its next run is scheduled); value: the due tick
 	stateStopped                     // stopped; in no list and not on the stack
 	stateReturned                    // returned by SystemTimer.Stop: final
 )
@@ -276,7 +276,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 		switch v, s := unpack(w); s {
 		case statePending:
 			if d <= 0 {
-				if t.w.CompareAndSwap(w, pack(0, stateFired)) {
+				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
 					t.unlink()
 					sh.addPendingOf(t, -1)
 					sh.fireNow(t)
@@ -299,7 +299,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 			sh.drain(now) // queued again by a concurrent Reset since
 		case stateIdle, stateStopped, stateFired:
 			if d <= 0 {
-				if t.w.CompareAndSwap(w, pack(0, stateFired)) {
+				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
 					sh.stats.armed++
 					sh.fireNow(t)
 					return false, nil

@@ -253,7 +253,9 @@ func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
 		if !sh.place(t, w>>stateBits, nowTick) {
 			return false
 		}
-		if t.w.CompareAndSwap(w, pack(0, stateFired)) {
+		// The due tick stays in the word, for the lateness runTimer
+		// records.
+		if t.w.CompareAndSwap(w, pack(w>>stateBits, stateFired)) {
 			return true
 		}
 	}

@@ -94,8 +94,13 @@ import (
 
 // Config configures a Pool.
 type Config[T any] struct {
-	Workers int           // goroutines that make progress; at least 1
-	Run     func(T)       // runs one item
+	Workers int // goroutines that make progress; at least 1
+	// Run runs one item. slot is the running goroutine's slot, in
+	// [0, Slots): goroutines running at once have different slots as long
+	// as they are no more than Slots, so that Run can count into memory
+	// of the slot's own, which no other goroutine writes most of the time.
+	Run     func(v T, slot int)
+	Slots   int           // at least 1; RunQueued runs on slot 0
 	OnPanic func(v any)   // receives a value Run panicked with
 	Stall   time.Duration // how long work may wait behind a goroutine stuck in one item; positive
 	Manual  bool          // start no goroutines; RunQueued runs the queue (tests)
@@ -107,7 +112,7 @@ type Config[T any] struct {
 
 // A Pool runs submitted items.
 type Pool[T any] struct {
-	run     func(T)
+	run     func(T, int)
 	touch   func(T) uintptr
 	onPanic func(any)
 	size    int           // Config.Workers
@@ -136,6 +141,9 @@ type Pool[T any] struct {
 	byID     map[int64]*worker[T] // the goroutines that run items, by goroutine id
 	found    []*worker[T]         // the watch's scratch
 	stolen   []T                  // the watch's scratch
+	inSlot   []int                // goroutines running with each slot
+
+	panics atomic.Uint64 // items that panicked
 }
 
 // yieldEvery is how many items a worker runs between yields of its P.
@@ -163,6 +171,7 @@ type worker[T any] struct {
 	// not optimised away; the worker's own.
 	touched uintptr
 	goid    int64 // the worker's own
+	slot    int   // set at spawn, then immutable; see Config.Run
 
 	// Guarded by the pool's mu.
 	seq    uint64        // the batch's number: batches are taken in queue order
@@ -214,6 +223,7 @@ func New[T any](c Config[T]) *Pool[T] {
 		manual:  c.Manual,
 		epoch:   time.Now(),
 		byID:    make(map[int64]*worker[T]),
+		inSlot:  make([]int, max(c.Slots, 1)),
 		stop:    make(chan struct{}),
 	}
 	if p.onPanic == nil {
@@ -281,13 +291,30 @@ func (p *Pool[T]) wake() {
 
 // spawn starts a goroutine that takes work at once. Called with mu held.
 func (p *Pool[T]) spawn() {
-	w := &worker[T]{}
+	w := &worker[T]{slot: p.takeSlot()}
 	p.addWatched(w)
 	p.gs++
 	p.live++
 	p.coming++
 	go p.loop(w)
 }
+
+// takeSlot returns the slot fewest running goroutines have. Called with mu
+// held; goroutines start seldom, and there are few slots.
+func (p *Pool[T]) takeSlot() int {
+	best := 0
+	for i, n := range p.inSlot {
+		if n < p.inSlot[best] {
+			best = i
+		}
+	}
+	p.inSlot[best]++
+	return best
+}
+
+// putSlot gives back the slot of a goroutine that exits. Called with mu
+// held.
+func (p *Pool[T]) putSlot(s int) { p.inSlot[s]-- }
 
 func (p *Pool[T]) addWatched(w *worker[T]) {
 	w.index = len(p.watched)
@@ -462,6 +489,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			p.mu.Lock()
 		}
 		delete(p.byID, w.goid)
+		p.putSlot(w.slot)
 		if w.stuck {
 			p.stuck--
 		} else {
@@ -516,7 +544,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			if !ok {
 				break
 			}
-			p.call(v)
+			p.call(v, w.slot)
 			if ran++; ran%yieldEvery == 0 {
 				// A worker that finds work queued never blocks, and a
 				// goroutine that never enters the scheduler leaves
@@ -536,16 +564,17 @@ func (p *Pool[T]) loop(w *worker[T]) {
 	}
 }
 
-func (p *Pool[T]) call(v T) {
+func (p *Pool[T]) call(v T, slot int) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panicked(r)
 		}
 	}()
-	p.run(v)
+	p.run(v, slot)
 }
 
 func (p *Pool[T]) panicked(v any) {
+	p.panics.Add(1)
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("executor: panic handler panicked", "panic", r, "callback panic", v)
@@ -565,8 +594,26 @@ func (p *Pool[T]) RunQueued() {
 		}
 		v := p.queue.popOne()
 		p.mu.Unlock()
-		p.call(v)
+		p.call(v, 0)
 	}
+}
+
+// Panics returns how many items panicked.
+func (p *Pool[T]) Panics() uint64 { return p.panics.Load() }
+
+// Load returns the items submitted and not started yet, queued or in a
+// batch, and the goroutines running items (Workers, or more when some are
+// stuck in one item).
+func (p *Pool[T]) Load() (backlog, goroutines int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	backlog = p.queue.len()
+	for _, w := range p.byID {
+		if w.busy {
+			backlog += int(max(w.end-w.next.Load(), 0))
+		}
+	}
+	return backlog, p.gs
 }
 
 // OnWorker reports whether the calling goroutine is one of the pool's.
