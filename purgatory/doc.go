@@ -169,6 +169,17 @@
 // key's CheckAndComplete completes stays watched until it is
 // force-completed: that is the caller's to do.
 //
+// # Monitoring
+//
+// [Purgatory.Stats] returns Kafka's two gauges (NumDelayed, Watched), the
+// operations completed and expired since New, the stale entries purged, and
+// a histogram of how late the expiries were. A completion of a watched
+// operation already takes the lock of the purge queue; it counts there, so
+// the figures cost no atomic operation of their own. The package
+// github.com/go-timingwheel/timingwheel/expvarstats publishes them with
+// expvar, and the module under contrib/prometheus exports them to
+// Prometheus.
+//
 // # Closing
 //
 // [Purgatory.Close] takes every operation not completed out of the watch

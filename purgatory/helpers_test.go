@@ -117,7 +117,8 @@ func refs(o *Op) int { return int(o.state.Load() >> refShift) }
 // its number of entries (ops lists operations that may be in no list), no
 // list is empty and every key is in its own shard. It also checks the refs:
 // each entry's ref knows its list and position and belongs to its
-// operation, and every stale entry's operation is queued for the purge.
+// operation, and every stale entry's operation is queued for the purge. And
+// Stats agrees with itself: an expiry is counted with its lateness.
 func checkInvariants[K comparable](t testing.TB, p *Purgatory[K], ops ...*testOp) {
 	t.Helper()
 	p.queueMu.Lock()
@@ -163,6 +164,10 @@ func checkInvariants[K comparable](t testing.TB, p *Purgatory[K], ops ...*testOp
 	for _, o := range ops {
 		assert.Equal(t, entries[&o.Op], refs(&o.Op), "an operation's entry count")
 	}
+	s := p.Stats()
+	assert.Equal(t, s.Expired, s.Lateness.Count(), "Stats: an expiry without its lateness")
+	assert.LessOrEqual(t, s.Expired, s.Completed, "Stats: more expired than completed")
+	assert.Equal(t, total, s.Watched, "Stats.Watched")
 }
 
 // listLen returns the length of key's watch list and whether the key has one.

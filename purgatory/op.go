@@ -83,6 +83,12 @@ type Op struct {
 	// drops it.
 	timer Timer
 
+	// deadline is when the timeout is due, in ns since core.epoch on the
+	// monotonic clock, for the lateness of the expiry (Stats). It is
+	// written once by TryCompleteElseWatch before it arms the timer, and
+	// read by the expiry, which the arming happens before.
+	deadline int64
+
 	// inline and more are where the operation's watch-list entries are,
 	// one ref per distinct key: the first three in inline (Kafka's
 	// requests are watched under a few partitions), the others in more.
@@ -206,10 +212,21 @@ func (o *Op) complete(expiry bool) bool {
 		}
 		if o.state.CompareAndSwap(s, n) {
 			p := o.p
-			if refs := int64(s >> refShift); refs > 0 {
+			refs := int64(s >> refShift)
+			if refs > 0 {
 				p.stale.Add(refs) // every entry of the op is stale now
-				if s&stWatched != 0 {
-					p.enqueue(o) // for the purge; else TryCompleteElseWatch unwatches it
+			}
+			// Until stWatched, TryCompleteElseWatch unwatches the op
+			// and counts its completion.
+			if s&stWatched != 0 {
+				var late time.Duration
+				if expiry {
+					late = time.Duration(p.since() - o.deadline)
+				}
+				if refs > 0 {
+					p.ended(o, expiry, late) // and queued for the purge
+				} else {
+					p.ended(nil, expiry, late) // CancelForKey took its entries
 				}
 			}
 			if !expiry {

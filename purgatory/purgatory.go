@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -109,6 +110,7 @@ type core struct {
 	ownTimer      bool                              // st was created by New; stopped by Close
 	purgeInterval int64                             // immutable
 	purge         func()                            // the Purgatory's purge; immutable
+	epoch         time.Time                         // time zero of Op.deadline; immutable
 
 	closed  atomic.Bool
 	purging atomic.Bool // a purge is running
@@ -125,10 +127,23 @@ type core struct {
 	// next purge to remove those entries. Every stale entry belongs to a
 	// queued operation, or to one whose TryCompleteElseWatch is about to
 	// unwatch it.
-	queueMu sync.Mutex
-	queue   []*Op
-	spare   []*Op // the purge's; only the goroutine that set purging uses it
+	//
+	// It also guards the totals of Stats that completions count: every
+	// completion of a watched operation takes it (to queue the operation,
+	// or, rarely, only to count), so counting there costs no atomic of
+	// its own.
+	queueMu   sync.Mutex
+	queue     []*Op
+	completed uint64                // completions of watched operations
+	expired   uint64                // those of them by the timeout
+	lateness  timingwheel.Histogram // of the expiries: see Stats.Lateness
+	spare     []*Op                 // the purge's; only the goroutine that set purging uses it
+
+	purged atomic.Uint64 // stale entries removed by purges; added once a purge
 }
+
+// since returns the time since the epoch, in ns: the clock of Op.deadline.
+func (c *core) since() int64 { return int64(time.Since(c.epoch)) }
 
 // arm arms a timer that runs f after d.
 func (c *core) arm(d time.Duration, f func()) (Timer, error) {
@@ -145,10 +160,21 @@ func (c *core) arm(d time.Duration, f func()) (Timer, error) {
 	return t, nil
 }
 
-// enqueue queues the completed operation o for the next purge.
-func (c *core) enqueue(o *Op) {
+// ended counts the completion of a watched operation, by its timeout if
+// expiry, late being then how late; and it queues o, if not nil, for the
+// next purge.
+func (c *core) ended(o *Op, expiry bool, late time.Duration) {
+	b := 0
+	if expiry {
+		b = bucketOf(late) // not under the lock
+	}
 	c.queueMu.Lock()
-	if !c.closed.Load() { // Close empties the queue after setting closed
+	c.completed++
+	if expiry {
+		c.expired++
+		c.lateness.Counts[b]++
+	}
+	if o != nil && !c.closed.Load() { // Close empties the queue after setting closed
 		c.queue = append(c.queue, o)
 		c.queued.Store(int64(len(c.queue)))
 	}
@@ -261,6 +287,7 @@ func New[K comparable](opts ...Option) (*Purgatory[K], error) {
 	}
 	p := &Purgatory[K]{seed: maphash.MakeSeed()}
 	p.st, p.afterFunc = c.st, c.afterFunc
+	p.epoch = time.Now()
 	p.purgeInterval = int64(c.purgeInterval)
 	p.purge = p.purgeQueued
 	if !c.stSet && !c.afterFuncSet {
@@ -358,7 +385,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) (bool, erro
 		added, err := p.watch(o, key, j)
 		j++
 		if err != nil {
-			o.state.Or(stWatched)
+			p.doneWatching(o)
 			return p.refuse(o, err)
 		}
 		if !added {
@@ -367,7 +394,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) (bool, erro
 	}
 	// From here on, a completion queues op for the purge; one before left
 	// its entries to us.
-	if o.state.Or(stWatched)&stCompleted != 0 {
+	if p.doneWatching(o) {
 		p.unwatch(o)
 		return false, nil
 	}
@@ -384,6 +411,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) (bool, erro
 		return false, nil // CancelForKey or Close returned it
 	}
 
+	o.deadline = satAdd(p.since(), int64(o.Timeout))
 	p.delayed.Add(1)
 	t, err := p.arm(o.Timeout, o.expire)
 	if err != nil {
@@ -397,6 +425,29 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) (bool, erro
 		o.stopTimer()
 	}
 	return false, nil
+}
+
+// doneWatching sets stWatched, after which a completion of o counts itself
+// and queues o for the purge, and reports whether o completed before. If it
+// did after being watched under a key, it counts that completion: rarely,
+// since only another goroutine can complete o while TryCompleteElseWatch
+// watches it.
+func (p *Purgatory[K]) doneWatching(o *Op) (completed bool) {
+	if o.state.Or(stWatched)&stCompleted == 0 {
+		return false
+	}
+	if o.ref(0).l != nil { // the first key's watch succeeded
+		p.ended(nil, false, 0)
+	}
+	return true
+}
+
+// satAdd returns a+b, or the largest int64 if that overflows; b >= 0.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // refuse gives op back to the caller of TryCompleteElseWatch with err,
@@ -550,10 +601,11 @@ func (p *Purgatory[K]) compactKey(sh *shard[K], key K) {
 }
 
 // compact removes the entries of dead operations from l, each by moving the
-// last entry into its place, so that only the moved entries' refs change.
-// Called with sh.mu held, sh being l's shard.
-func (p *Purgatory[K]) compact(sh *shard[K], l *list) {
-	stale, removed := int64(0), int64(0)
+// last entry into its place, so that only the moved entries' refs change,
+// and returns how many of them were stale. Called with sh.mu held, sh being
+// l's shard.
+func (p *Purgatory[K]) compact(sh *shard[K], l *list) (stale int64) {
+	removed := int64(0)
 	for i := 0; i < len(l.entries); {
 		e := l.entries[i]
 		if !e.op.dead() {
@@ -567,6 +619,7 @@ func (p *Purgatory[K]) compact(sh *shard[K], l *list) {
 	}
 	sh.store(l)
 	p.uncount(removed, stale)
+	return stale
 }
 
 // store deletes l if it is empty, rebuilding the map once it holds at most
@@ -693,6 +746,7 @@ func (p *Purgatory[K]) purgeQueued() {
 		}
 	}
 	p.uncount(int64(len(taken)), stale)
+	p.purged.Add(uint64(stale))
 	clear(sorted)
 	clear(taken)
 	p.taken = taken[:0]
@@ -701,6 +755,8 @@ func (p *Purgatory[K]) purgeQueued() {
 // scanAll removes the entries of dead operations from every watch list,
 // holding one shard lock at a time.
 func (p *Purgatory[K]) scanAll() {
+	stale := int64(0)
+	defer func() { p.purged.Add(uint64(stale)) }()
 	for i := range p.shards {
 		sh := &p.shards[i]
 		sh.mu.Lock()
@@ -710,7 +766,7 @@ func (p *Purgatory[K]) scanAll() {
 		}
 		for _, l := range sh.lists {
 			if !l.gone { // store may have deleted it, and rebuilt the map
-				p.compact(sh, l)
+				stale += p.compact(sh, l)
 			}
 		}
 		sh.mu.Unlock()

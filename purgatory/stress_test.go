@@ -211,7 +211,7 @@ func stress(t *testing.T, opts ...Option) {
 		close(stop)
 		workers.Wait()
 
-		expired := 0
+		expired, watched := 0, 0
 		for i, op := range ops {
 			require.Equal(t, int32(1), op.completes.Load(), "op %d: OnComplete calls", i)
 			require.Equal(t, int32(1), op.wins.Load()+op.expirations.Load(),
@@ -220,8 +220,14 @@ func stress(t *testing.T, opts ...Option) {
 			require.False(t, op.overlap.Load(), "op %d: TryComplete overlapped", i)
 			require.False(t, op.afterEnd.Load(), "op %d: TryComplete ran while or after OnExpiration or OnComplete", i)
 			expired += int(op.expirations.Load())
+			if op.ref(0).l != nil { // watched under a key before it completed
+				watched++
+			}
 		}
 		t.Logf("%d operations, %d expired", n, expired)
+		s := p.Stats()
+		assert.Equal(t, uint64(watched), s.Completed, "Stats.Completed: the operations completed after being watched")
+		assert.Equal(t, uint64(expired), s.Expired, "Stats.Expired")
 		assert.Positive(t, expired, "no operation expired: the test does not test expiry")
 		assert.Less(t, expired, n, "every operation expired: the test does not test completion")
 		assert.Zero(t, p.NumDelayed())

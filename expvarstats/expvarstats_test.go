@@ -1,0 +1,150 @@
+package expvarstats_test
+
+import (
+	"encoding/json"
+	"expvar"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/expvarstats"
+	"github.com/go-timingwheel/timingwheel/purgatory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// read returns the published variable name, as /debug/vars serves it,
+// decoded into v.
+func read(t *testing.T, name string, v any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	expvar.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vars", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var vars map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &vars), "/debug/vars is not JSON")
+	raw, ok := vars[name]
+	require.True(t, ok, "%q not in /debug/vars", name)
+	require.NoError(t, json.Unmarshal(raw, v), "%s", raw)
+}
+
+// TestPublishTimer: the published figures are taken at each read, so they
+// move as timers fire and are stopped.
+func TestPublishTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := timingwheel.New()
+		require.NoError(t, err)
+		defer st.Stop()
+		expvarstats.Publish("expvarstats_test_timer", st.Stats)
+
+		type stats struct {
+			Pending               int
+			Armed, Fired, Stopped uint64
+			Lag                   string
+			Lateness              struct{ Count uint64 }
+		}
+		var s stats
+		read(t, "expvarstats_test_timer", &s)
+		assert.Equal(t, stats{Lag: "0s"}, s)
+
+		var tms []*timingwheel.Timer
+		for i := range 5 {
+			tm, err := st.AfterFunc(time.Duration(i+1)*time.Second, func() {})
+			require.NoError(t, err)
+			tms = append(tms, tm)
+		}
+		tms[4].Stop()
+		time.Sleep(2*time.Second + time.Millisecond)
+		synctest.Wait()
+		read(t, "expvarstats_test_timer", &s)
+		assert.Equal(t, 2, s.Pending)
+		assert.Equal(t, uint64(5), s.Armed)
+		assert.Equal(t, uint64(2), s.Fired)
+		assert.Equal(t, uint64(1), s.Stopped)
+	})
+}
+
+// TestPublishTimerExecutorLateness needs the executor's figures in Stats: the
+// lateness of every callback that ran.
+func TestPublishTimerExecutorLateness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := timingwheel.New()
+		require.NoError(t, err)
+		defer st.Stop()
+		expvarstats.Publish("expvarstats_test_timer_lateness", st.Stats)
+		for i := range 3 {
+			_, err := st.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
+			require.NoError(t, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		var s struct {
+			Fired    uint64
+			Lateness struct {
+				Count uint64
+				P99   string
+			}
+		}
+		read(t, "expvarstats_test_timer_lateness", &s)
+		assert.Equal(t, uint64(3), s.Fired)
+		assert.Equal(t, uint64(3), s.Lateness.Count, "the lateness of each callback")
+		_, err = time.ParseDuration(s.Lateness.P99)
+		assert.NoError(t, err, "p99 %q", s.Lateness.P99)
+	})
+}
+
+type op struct {
+	purgatory.Op
+}
+
+func (o *op) TryComplete() bool { return false }
+func (o *op) OnComplete()       {}
+func (o *op) OnExpiration()     {}
+
+func TestPublishPurgatory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := purgatory.New[string]()
+		require.NoError(t, err)
+		defer p.Close()
+		expvarstats.Publish("expvarstats_test_purgatory", p.Stats)
+
+		forced := &op{Op: purgatory.Op{Timeout: time.Hour}}
+		for _, o := range []*op{forced, {Op: purgatory.Op{Timeout: time.Second}}} {
+			_, err := p.TryCompleteElseWatch(o, "a", "b")
+			require.NoError(t, err)
+		}
+		var s struct {
+			Delayed, Watched   int
+			Completed, Expired uint64
+			Lateness           struct{ Count uint64 }
+		}
+		read(t, "expvarstats_test_purgatory", &s)
+		assert.Equal(t, 2, s.Delayed)
+		assert.Equal(t, 4, s.Watched)
+		assert.Zero(t, s.Completed)
+
+		forced.ForceComplete()
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		read(t, "expvarstats_test_purgatory", &s)
+		assert.Zero(t, s.Delayed)
+		assert.Equal(t, uint64(2), s.Completed)
+		assert.Equal(t, uint64(1), s.Expired)
+		assert.Equal(t, uint64(1), s.Lateness.Count)
+	})
+}
+
+func TestPublishTwicePanics(t *testing.T) {
+	f := func() int { return 1 }
+	expvarstats.Publish("expvarstats_test_twice", f)
+	assert.Equal(t, "1", expvar.Get("expvarstats_test_twice").String())
+	assert.Panics(t, func() { expvarstats.Publish("expvarstats_test_twice", f) })
+	assert.PanicsWithValue(t, "expvarstats: Publish(x, nil)", func() { expvarstats.Publish[int]("x", nil) })
+}
