@@ -164,15 +164,11 @@ func (c *core) arm(d time.Duration, f func()) (Timer, error) {
 // expiry, late being then how late; and it queues o, if not nil, for the
 // next purge.
 func (c *core) ended(o *Op, expiry bool, late time.Duration) {
-	b := 0
-	if expiry {
-		b = bucketOf(late) // not under the lock
-	}
 	c.queueMu.Lock()
 	c.completed++
 	if expiry {
 		c.expired++
-		c.lateness.Counts[b]++
+		c.lateness.Record(late)
 	}
 	if o != nil && !c.closed.Load() { // Close empties the queue after setting closed
 		c.queue = append(c.queue, o)

@@ -2,8 +2,6 @@ package purgatory
 
 import (
 	"encoding/json"
-	"slices"
-	"time"
 
 	"github.com/go-timingwheel/timingwheel"
 )
@@ -78,19 +76,4 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		plain
 		Lateness *timingwheel.Histogram
 	}{plain(s), &s.Lateness})
-}
-
-// bounds holds timingwheel.BucketBound(i) for every bucket i.
-var bounds = func() (b [timingwheel.NumBuckets]time.Duration) {
-	for i := range b {
-		b[i] = timingwheel.BucketBound(i)
-	}
-	return b
-}()
-
-// bucketOf returns the bucket of a timingwheel.Histogram that counts d: the
-// first whose bound is d or more (the last bound is the largest Duration).
-func bucketOf(d time.Duration) int {
-	i, _ := slices.BinarySearch(bounds[:], d)
-	return i
 }

@@ -186,3 +186,15 @@ func TestStatsJSON(t *testing.T) {
 	require.Len(t, got.Lateness.Buckets, 1)
 	assert.Equal(t, le, got.Lateness.Buckets[0].Le)
 }
+
+// bucketOf returns the bucket of a timingwheel.Histogram that counts d.
+func bucketOf(d time.Duration) int {
+	var h timingwheel.Histogram
+	h.Record(d)
+	for i, c := range h.Counts {
+		if c > 0 {
+			return i
+		}
+	}
+	return -1
+}
