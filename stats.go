@@ -77,6 +77,8 @@ type Stats struct {
 	Lag time.Duration
 	// Levels is the number of wheel levels in use (the most of any shard).
 	Levels int
+	// Tick is WithTick: read Lateness and Lag against it.
+	Tick time.Duration
 }
 
 // Stats returns a snapshot of st's figures: the totals since New, the
@@ -88,6 +90,7 @@ func (st *SystemTimer) Stats() Stats {
 	s := Stats{
 		Rejected: st.rejected.Load(),
 		Lag:      time.Duration(st.lag.Load()),
+		Tick:     time.Duration(st.tick),
 	}
 	now := st.now()
 	for i := range st.shards {
@@ -116,7 +119,8 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		plain
 		Lateness *Histogram
 		Lag      string
-	}{plain(s), &s.Lateness, s.Lag.String()})
+		Tick     string
+	}{plain(s), &s.Lateness, s.Lag.String(), s.Tick.String()})
 }
 
 // executorStats fills in the executor's figures.

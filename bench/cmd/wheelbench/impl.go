@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel"
 )
 
 // A Handle is what an Impl's AfterFunc returns, to pass to its Stop.
@@ -59,6 +61,15 @@ type Resetter interface {
 	// Reset, and is not armed yet: a timer kept in the caller's own
 	// struct, where the implementation allows it.
 	Unarmed(f func()) Handle
+}
+
+// A LatenessReporter is an Impl that measures how late its callbacks
+// start, as this library's Stats does: the storm prints that beside its
+// own measurement, and checks that they agree.
+type LatenessReporter interface {
+	// Lateness returns the histogram of callback start − due time so
+	// far, and the tick the due times are rounded up to.
+	Lateness() (timingwheel.Histogram, time.Duration)
 }
 
 // An ImplSpec names an implementation and makes instances of it.

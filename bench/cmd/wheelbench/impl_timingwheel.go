@@ -35,6 +35,12 @@ func (w *wheelImpl) Stop(h Handle) bool { return h.(*timingwheel.Timer).Stop() }
 func (w *wheelImpl) Flush()             {}
 func (w *wheelImpl) Pending() int       { return w.st.Len() }
 
+// Lateness implements LatenessReporter with the SystemTimer's Stats.
+func (w *wheelImpl) Lateness() (timingwheel.Histogram, time.Duration) {
+	s := w.st.Stats()
+	return s.Lateness, s.Tick
+}
+
 // Reset implements Resetter with Timer.Reset.
 func (w *wheelImpl) Reset(h Handle, d time.Duration) bool { return h.(*timingwheel.Timer).Reset(d) }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel"
 )
 
 var (
@@ -115,6 +117,11 @@ func runStorm(e *Env, m int, from, to time.Duration) error {
 		return fmt.Errorf("%d of %d callbacks ran within %v after the window", st.fired.Load(), m, stormSlack)
 	}
 	s := u.since()
+	var own *ownLateness
+	if r, ok := impl.(LatenessReporter); ok {
+		h, tick := r.Lateness()
+		own = &ownLateness{h, tick}
+	}
 	e.Close(nil)
 
 	// Every callback has run (done is closed after the last write), so late
@@ -133,5 +140,61 @@ func runStorm(e *Env, m int, from, to time.Duration) error {
 		samples[i] = float64(l)
 	}
 	e.AddSamples("lateness", samples)
+	if own != nil {
+		e.Add(Metric{Name: "own p50", Value: float64(own.h.Quantile(0.5)), Kind: Duration})
+		e.Add(Metric{Name: "own p99", Value: float64(own.h.Quantile(0.99)), Kind: Duration})
+		e.Add(Metric{Name: "own max", Value: float64(own.h.Quantile(1)), Kind: Duration})
+		off, worst := own.disagreement(late)
+		e.Add(Metric{Name: "own outside", Value: float64(off), Kind: Count})
+		if off > 0 {
+			e.Warn("the wheel's own lateness histogram and the storm's measurement disagree by more than a tick for %d of %d callbacks, at a bound of %v", off, m, worst)
+		}
+	}
 	return nil
+}
+
+// ownLateness is an implementation's own measurement of its storm's
+// lateness (see LatenessReporter).
+type ownLateness struct {
+	h    timingwheel.Histogram
+	tick time.Duration
+}
+
+// ownSlack is how much later than the implementation's own clock read the
+// storm's callback may read the clock: the code between the two, or the
+// goroutine losing its processor in between.
+const ownSlack = 100 * time.Microsecond
+
+// disagreement compares the histogram with the storm's sorted lateness, at
+// every bound b of the histogram. Each callback's own lateness (from its
+// due time, the deadline rounded up to the tick, read before the callback
+// runs) is at most the storm's (from the deadline, read inside the
+// callback), and at least the storm's less a tick and ownSlack: so at most
+// as many callbacks are later than b by the histogram as by the storm, and
+// at least as many as are later than b + tick + ownSlack by the storm. It
+// returns by how many callbacks the worst bound misses that, and the bound.
+func (o *ownLateness) disagreement(sorted []int64) (off int, at time.Duration) {
+	var cum uint64 // own count at or below the bound
+	for i := range timingwheel.NumBuckets - 1 {
+		cum += o.h.Counts[i]
+		b := timingwheel.BucketBound(i)
+		lo := countAtMost(sorted, int64(b))                 // the storm's at or below b
+		hi := countAtMost(sorted, int64(b+o.tick+ownSlack)) // ... at or below b + tick + slack
+		miss := 0
+		if int(cum) < lo {
+			miss = lo - int(cum)
+		} else if int(cum) > hi {
+			miss = int(cum) - hi
+		}
+		if miss > off {
+			off, at = miss, b
+		}
+	}
+	return off, at
+}
+
+// countAtMost returns how many of the sorted values are at most x.
+func countAtMost(sorted []int64, x int64) int {
+	i, _ := slices.BinarySearch(sorted, x+1)
+	return i
 }

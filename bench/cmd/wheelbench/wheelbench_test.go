@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel"
 )
 
 // testTimeout bounds each run, below go test's own timeout.
@@ -318,4 +321,48 @@ func TestSkipErrorIsAnError(t *testing.T) {
 func hasReset(spec *ImplSpec) bool {
 	_, ok := spec.New().(Resetter)
 	return ok
+}
+
+// TestStormOwnLatenessAgrees: the wheel's own lateness histogram (Stats)
+// and the storm's measurement of the same callbacks agree within a tick.
+// Under synctest no time passes between the two clock reads of a callback,
+// so they must agree exactly as disagreement bounds them; outside, on the
+// real clock, the table reports how many callbacks they disagree on.
+func TestStormOwnLatenessAgrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr := newProgress(os.Stderr, true)
+		c := Case{Label: "M=3000", Run: func(e *Env) error { return runStorm(e, 3000, time.Second, 2*time.Second) }}
+		r := runCase(c, timingwheelSpec, Tiny, pr, testTimeout)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		p99, _ := r.metric("own p99")
+		if off, ok := r.metric("own outside"); !ok || off != 0 {
+			t.Errorf("own outside = %v (reported %v), want 0", off, ok)
+		}
+		if p99 <= 0 || p99 > float64(2*time.Millisecond) {
+			t.Errorf("own p99 = %v, want within a tick", time.Duration(p99))
+		}
+	})
+	// And the comparison itself: a histogram that reports callbacks a
+	// tick and more early, or later than the storm saw, disagrees.
+	late := []int64{int64(3 * time.Millisecond), int64(5 * time.Millisecond)}
+	for _, c := range []struct {
+		own  []time.Duration
+		want bool
+	}{
+		{[]time.Duration{3 * time.Millisecond, 5 * time.Millisecond}, false},
+		{[]time.Duration{2500 * time.Microsecond, 4200 * time.Microsecond}, false}, // within a tick
+		{[]time.Duration{time.Millisecond, 5 * time.Millisecond}, true},           // 2ms less late
+		{[]time.Duration{3 * time.Millisecond, 7 * time.Millisecond}, true},       // later than seen
+	} {
+		var h timingwheel.Histogram
+		for _, d := range c.own {
+			h.Record(d)
+		}
+		o := &ownLateness{h: h, tick: time.Millisecond}
+		if off, _ := o.disagreement(late); (off > 0) != c.want {
+			t.Errorf("own %v against %v: %d callbacks off, want disagreement %v", c.own, late, off, c.want)
+		}
+	}
 }
