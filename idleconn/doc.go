@@ -28,10 +28,10 @@
 //   - Exact mode (the default): [timingwheel.Timer.Reset] of a pending
 //     timer to a later deadline, which takes no lock and touches no bucket:
 //     one monotonic clock read and one compare-and-swap of the timer's state
-//     word. Plus two atomic loads of the Conn's state.
-//   - Slack mode ([WithSlack]): one atomic load of the Conn's activity
-//     note, and a store when it is clear (the first Read or Write after a
-//     check). No clock read.
+//     word; and three atomic loads of the Conn's state.
+//   - Slack mode ([WithSlack]): an atomic load of the Conn's activity note,
+//     and a store when it is clear (the first Read or Write after a check);
+//     and an atomic load of the Conn's state. No clock read.
 //
 // Neither allocates (TestAllocs pins it). BenchmarkDeadline compares the
 // three on a loopback TCP connection in one run:

@@ -71,7 +71,7 @@ func TestLoopbackBlockedIO(t *testing.T) {
 	for _, m := range modes() {
 		t.Run(m.name, func(t *testing.T) {
 			st := newTimer(t)
-			const idle = 100 * time.Millisecond
+			const idle = 250 * time.Millisecond
 			ln := listen(t, st, idle, m.opts...)
 			acc := accept(t, ln)
 			cli := dial(t, ln)
@@ -264,14 +264,14 @@ func testConns(t *testing.T, m mode, conns int) {
 }
 
 // TestLoopbackHTTPServer: Listen under an http.Server with no timeouts of
-// its own. A kept-alive connection that carries a request every idle/4 is
+// its own. A kept-alive connection that carries a request every idle/5 is
 // kept; once its client stops, the server closes it, no earlier than idle
 // after the last request was sent.
 func TestLoopbackHTTPServer(t *testing.T) {
 	for _, m := range []mode{modes()[0], modes()[2]} {
 		t.Run(m.name, func(t *testing.T) {
 			st := newTimer(t)
-			const idle = 300 * time.Millisecond
+			const idle = time.Second
 			ln := listen(t, st, idle, m.opts...)
 			var closedMu sync.Mutex // guards closedAt
 			var closedAt []time.Time
@@ -317,10 +317,10 @@ func TestLoopbackHTTPServer(t *testing.T) {
 			}
 
 			var sent time.Time
-			for range 12 { // 3 idle times, on one connection
+			for range 8 { // more than an idle time, on one connection
 				sent = time.Now() // before any of the server's activity for it
 				get()
-				time.Sleep(idle / 4)
+				time.Sleep(idle / 5)
 			}
 			testwait.Recv(t, closed, "the server closing the idle connection")
 			closedMu.Lock()
