@@ -20,9 +20,9 @@ var (
 	idleConnsC = SizesParam("idleconns-c", "idleconns: loopback connections, each with a client exchanging messages",
 		[]int{16}, []int{1000}, []int{10_000})
 	idleConnsFor = DurationParam("idleconns-for", "idleconns: the measured window in which the clients exchange messages",
-		400*time.Millisecond, 3*time.Second, 5*time.Second)
+		600*time.Millisecond, 3*time.Second, 5*time.Second)
 	idleConnsIdle = DurationParam("idleconns-idle", "idleconns: the server's idle timeout per connection (far above an active connection's gaps)",
-		150*time.Millisecond, time.Second, 2*time.Second)
+		300*time.Millisecond, time.Second, 2*time.Second)
 	idleConnsSlack = DurationParam("idleconns-slack", "idleconns: the slack of the slack-mode case",
 		50*time.Millisecond, 500*time.Millisecond, time.Second)
 	idleConnsIdleEvery = CountParam("idleconns-idle-every", "idleconns: every k-th connection falls silent during the window",
@@ -152,15 +152,18 @@ func runIdleConns(e *Env, cfg idleConnsConfig) error {
 	cl.stop.Store(true)
 
 	e.PhaseFunc("waiting for the silent connections to be cut", cl.silent, cl.cut.Load)
-	if err := cl.wait(); err != nil {
-		return err
-	}
+	clientErr := cl.wait()
 	srv.shutdown()
+	late, early, activeCut := srv.outcome()
+	// A connection cut while its client was active is the machine's
+	// doing (the client stalled for the idle time): a warning below. Any
+	// other failure fails the run.
+	if fails, broken := cl.fails.Load(), cl.broken.Load(); fails > broken || broken > int64(activeCut) {
+		return clientErr
+	}
 	if msgs == 0 {
 		return errors.New("idleconns: no message was exchanged in the window")
 	}
-
-	late, early, activeCut := srv.outcome()
 	if early > 0 {
 		return fmt.Errorf("idleconns: %d of %d silent connections were cut before their idle time", early, len(late)+early)
 	}
@@ -324,6 +327,8 @@ type idleConnsClients struct {
 	ready   atomic.Int64  // clients connected and warmed up
 	msgs    atomic.Int64  // messages exchanged since the warm-up
 	cut     atomic.Int64  // silent clients whose connection the server cut
+	broken  atomic.Int64  // connections that failed while active
+	fails   atomic.Int64  // calls of fail
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex // guards firstErr and conns
@@ -342,6 +347,7 @@ func newIdleConnsClients(addr string, n int, cfg idleConnsConfig) *idleConnsClie
 }
 
 func (cl *idleConnsClients) fail(err error) {
+	cl.fails.Add(1)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.firstErr == nil {
@@ -421,8 +427,10 @@ func (cl *idleConnsClients) run(silent bool, silentAt time.Duration, dialing cha
 			break
 		}
 		if err := exchange(); err != nil {
+			// The server cut it (it counts those), or something broke.
 			if !cl.stop.Load() {
-				cl.fail(fmt.Errorf("idleconns: an active connection failed: %w", err))
+				cl.broken.Add(1)
+				cl.fail(fmt.Errorf("idleconns: a connection failed while active: %w", err))
 			}
 			return
 		}

@@ -14,8 +14,8 @@ import (
 // open and none of its goroutines running.
 func TestIdleConnsRun(t *testing.T) {
 	pr := newProgress(os.Stderr, true)
-	for _, slack := range []time.Duration{0, 30 * time.Millisecond} {
-		cfg := idleConnsConfig{conns: 20, window: 400 * time.Millisecond, idle: 150 * time.Millisecond, slack: slack, idleEvery: 5}
+	for _, slack := range []time.Duration{0, 50 * time.Millisecond} {
+		cfg := idleConnsConfig{conns: 20, window: 600 * time.Millisecond, idle: 300 * time.Millisecond, slack: slack, idleEvery: 5}
 		for _, spec := range []*ImplSpec{timingwheelSpec, runtimeSpec} {
 			t.Run(cfg.label()+"/"+spec.Name, func(t *testing.T) {
 				fds := httpOpenFDs()
