@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIdleConnsRun runs a small case in both modes against this library
+// and the baseline, and checks that every silent connection was cut, none
+// early and no active one, with figures, and that the run leaves no socket
+// open and none of its goroutines running.
+func TestIdleConnsRun(t *testing.T) {
+	pr := newProgress(os.Stderr, true)
+	for _, slack := range []time.Duration{0, 50 * time.Millisecond} {
+		cfg := idleConnsConfig{conns: 20, window: 600 * time.Millisecond, idle: 300 * time.Millisecond, slack: slack, idleEvery: 5}
+		for _, spec := range []*ImplSpec{timingwheelSpec, runtimeSpec} {
+			t.Run(cfg.label()+"/"+spec.Name, func(t *testing.T) {
+				fds := httpOpenFDs()
+				c := Case{Label: cfg.label(), Run: func(e *Env) error { return runIdleConns(e, cfg) }}
+				r := runCase(c, spec, Tiny, pr, testTimeout)
+				if r.Err != nil || r.Skipped != "" || len(r.Warnings) > 0 {
+					t.Fatalf("error %v, skipped %q, warnings %q", r.Err, r.Skipped, r.Warnings)
+				}
+				if got, _ := r.metric("cut"); got != 4 {
+					t.Errorf("cut = %v, want 4", got)
+				}
+				if got, _ := r.metric("conns"); got != 20 {
+					t.Errorf("conns = %v, want 20", got)
+				}
+				for _, m := range []string{"msgs/s", "CPU/msg", "late max"} {
+					if v, ok := r.metric(m); !ok || v <= 0 {
+						t.Errorf("%s = %v, %v", m, v, ok)
+					}
+				}
+				if v, ok := r.metric("late min"); !ok || v < 0 {
+					t.Errorf("late min = %v, %v", v, ok)
+				}
+				if got := httpOpenFDs(); got != fds {
+					t.Errorf("%d file descriptors open after the run, %d before", got, fds)
+				}
+				buf := make([]byte, 1<<20)
+				stacks := string(buf[:runtime.Stack(buf, true)])
+				for _, f := range []string{"main.(*idleConnsServer)", "main.(*idleConnsClients)", "idleconn."} {
+					if strings.Contains(stacks, f) {
+						t.Errorf("a goroutine is still in %s:\n%s", f, stacks)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestIdleConnsSkipsGoZero: go-zero has no deadline for a connection, and
+// the table says so.
+func TestIdleConnsSkipsGoZero(t *testing.T) {
+	cfg := idleConnsConfig{conns: 2, window: time.Millisecond, idle: time.Second, idleEvery: 2}
+	c := Case{Label: cfg.label(), Run: func(e *Env) error { return runIdleConns(e, cfg) }}
+	r := runCase(c, gozeroSpec, Tiny, newProgress(os.Stderr, true), testTimeout)
+	if r.Err != nil || !strings.HasPrefix(r.Skipped, "no deadline for a net.Conn") {
+		t.Fatalf("error %v, skipped %q", r.Err, r.Skipped)
+	}
+}

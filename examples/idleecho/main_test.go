@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRun runs the example on loopback, in both modes and with and
+// without closing on expiry. An active client's pauses are a sixteenth of
+// the idle time, so no active connection is cut however loaded the machine;
+// every idle one is, no earlier than the idle time after its last message.
+func TestRun(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	for _, args := range [][]string{
+		{},
+		{"-slack", "50ms"},
+		{"-close=false"},
+	} {
+		t.Run(fmtArgs(args), func(t *testing.T) {
+			var out bytes.Buffer
+			rep, err := run(context.Background(), append([]string{
+				"-clients", "7", "-msgs", "4", "-every", "30ms", "-idle-every", "3", "-idle", idle.String(), "-maxtime", "1m",
+			}, args...), &out)
+			require.NoError(t, err)
+			t.Log("\n" + out.String())
+			require.Len(t, rep.results, 7)
+			for _, r := range rep.results {
+				assert.NoError(t, r.err, "client %d", r.client)
+				assert.Equal(t, r.client%3 == 0, r.idle, "client %d", r.client)
+				if r.idle {
+					assert.Equal(t, 1, r.echoed)
+					assert.True(t, r.cut, "client %d was not cut", r.client)
+					assert.GreaterOrEqual(t, r.after, idle, "client %d was cut early", r.client)
+				} else {
+					assert.Equal(t, 4, r.echoed)
+					assert.False(t, r.cut)
+				}
+			}
+			assert.Equal(t, 5, rep.closedByClient)
+			assert.Equal(t, 2, rep.cutIdle)
+			assert.Zero(t, rep.otherErrs)
+			assert.Contains(t, out.String(), "client 3  idle    1 echoed; cut by the server ")
+			assert.Contains(t, out.String(), "client 1  active  4 echoed; hung up")
+			assert.Contains(t, out.String(), "server: 5 connections closed by their clients, 2 cut after 500ms idle, 0 other errors")
+		})
+	}
+}
+
+func fmtArgs(args []string) string {
+	if len(args) == 0 {
+		return "default"
+	}
+	var b bytes.Buffer
+	for _, a := range args {
+		b.WriteString(a)
+	}
+	return b.String()
+}
+
+// TestRunMaxTime: the clients are bounded by -maxtime, however long the
+// idle timeout.
+func TestRunMaxTime(t *testing.T) {
+	var out bytes.Buffer
+	start := time.Now()
+	rep, err := run(context.Background(), []string{
+		"-clients", "2", "-idle-every", "1", "-idle", "1h", "-maxtime", "200ms",
+	}, &out)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	for _, r := range rep.results {
+		assert.Error(t, r.err, "client %d: the server cut nothing: the client gives up at -maxtime", r.client)
+		assert.False(t, r.cut)
+	}
+	assert.Equal(t, 2, rep.closedByClient)
+}
+
+func TestRunBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-clients", "0"},
+		{"-msgs", "0"},
+		{"-idle-every", "-1"},
+		{"-idle", "0s"},
+		{"-every", "-1s"},
+		{"-slack", "-1ms"},
+		{"-maxtime", "0s"},
+		{"extra"},
+		{"-nope"},
+	} {
+		_, err := run(context.Background(), args, &bytes.Buffer{})
+		assert.Error(t, err, "%q", args)
+	}
+	_, err := run(context.Background(), []string{"-h"}, &bytes.Buffer{})
+	assert.ErrorIs(t, err, flag.ErrHelp)
+}
