@@ -353,8 +353,8 @@ func TestStormOwnLatenessAgrees(t *testing.T) {
 	}{
 		{[]time.Duration{3 * time.Millisecond, 5 * time.Millisecond}, false},
 		{[]time.Duration{2500 * time.Microsecond, 4200 * time.Microsecond}, false}, // within a tick
-		{[]time.Duration{time.Millisecond, 5 * time.Millisecond}, true},           // 2ms less late
-		{[]time.Duration{3 * time.Millisecond, 7 * time.Millisecond}, true},       // later than seen
+		{[]time.Duration{time.Millisecond, 5 * time.Millisecond}, true},            // 2ms less late
+		{[]time.Duration{3 * time.Millisecond, 7 * time.Millisecond}, true},        // later than seen
 	} {
 		var h timingwheel.Histogram
 		for _, d := range c.own {
