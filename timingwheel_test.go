@@ -36,9 +36,13 @@ func mustNew(t testing.TB, opts ...Option) *SystemTimer {
 }
 
 // wheelGoroutines counts the goroutines, other than the caller, that run a
-// driver or an executor. It looks once, without waiting: a test that calls
-// it right after Stop checks that Stop waited for them.
+// driver or an executor. Called in a synctest bubble right after Stop, it
+// checks that Stop waited for them: it first lets the bubble settle, since
+// a goroutine that has told Stop it is done may still be returning from its
+// function (the count would be flaky), while one still blocked stays, and
+// counts.
 func wheelGoroutines() int {
+	synctest.Wait()
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
