@@ -155,10 +155,11 @@ const (
 	reasonTooMany         // WithMaxPending's bound refused the timer
 	reasonMask     uint32 = 7
 
-	armedBit  uint32 = 1 << 3 // the timer is armed: whoever ends the context stops it
-	closedBit uint32 = 1 << 4 // set under mu by end: no more kids link, f has been taken
-	hasXBit   uint32 = 1 << 5 // x is set; x may be read without mu
-	asyncBit  uint32 = 1 << 6 // the parent's end reaches the context through AfterFunc only; set at birth
+	armedBit    uint32 = 1 << 3 // the timer is armed: whoever ends the context stops it
+	closedBit   uint32 = 1 << 4 // set under mu once ended: no kid links any more, an x made now is born canceled
+	hasXBit     uint32 = 1 << 5 // x is set; x may be read without mu
+	asyncBit    uint32 = 1 << 6 // the parent's end reaches the context through AfterFunc only; set at birth
+	finishedBit uint32 = 1 << 7 // the end is complete: x canceled, kids ended
 )
 
 // A timerCtx is the caller's side of a wheel context. Its Timer comes first
@@ -245,13 +246,17 @@ func (c *timerCtx) Err() error {
 	if c.async() {
 		c.poll()
 	}
-	if c.live() {
-		return nil // x ends only after the reason is set
+	s := c.state.Load()
+	if s&reasonMask == reasonLive {
+		return nil // x is canceled only after the reason is set
 	}
-	// As a cancelCtx's Err, wait for Done to be closed: whoever ended c
-	// may still be canceling x.
 	x := c.inner()
-	<-x.Done()
+	if s&finishedBit == 0 {
+		// Whoever ended c may not have canceled x yet: do it, so that Err
+		// is never non-nil while Done is open, as a cancelCtx's Err waits
+		// for its Done.
+		c.closeX()
+	}
 	return x.Err()
 }
 
@@ -349,48 +354,39 @@ func (c *timerCtx) cancelByCaller() {
 
 // end ends c for reason, unless it has ended already: it cancels x, and with
 // it every standard context attached to it, then the wheel contexts deriving
-// from c, all before returning; then it releases what tied c to the wheel
-// and to its parent.
+// from c; then it releases what tied c to the wheel and to its parent.
+//
+// Whoever calls end, first or not, returns only once c and everything
+// deriving from it that it ends are done, as a cancel of the context
+// package's does: a caller that finds c ended by another, still busy,
+// does the rest itself (settle), rather than wait. Waiting could deadlock:
+// settling calls the parents' Err and Value, code of others, which may
+// call back into contexts being ended, on the same goroutine.
 func (c *timerCtx) end(reason uint32) {
 	var old uint32
 	for {
 		old = c.state.Load()
 		if old&reasonMask != reasonLive {
+			if old&finishedBit == 0 {
+				c.settle()
+			}
 			return
 		}
 		if c.state.CompareAndSwap(old, old|reason) {
 			break
 		}
 	}
+	c.settle()
 	c.mu.Lock()
-	f := c.f
-	c.state.Or(closedBit)
-	k := c.kids
-	c.kids = nil
+	c.kids = nil // settled: those settling still have the list
+	c.state.Or(finishedBit)
 	stop := c.afStop
 	c.afStop = nil
 	c.mu.Unlock()
 
-	if f != nil {
-		f()
-	}
-	// The detached list is ours: a kid that ends meanwhile sees c.closed
-	// and leaves its links alone. A kid whose parent is not done (a layer
-	// between that does not follow c) is left to its own watch.
-	for k != nil {
-		next := k.next
-		if k.parent.Err() != nil {
-			k.end(reasonParent)
-		}
-		k = next
-	}
-
-	if old&armedBit != 0 && reason != reasonExpired {
-		c.t.Stop()
-	}
 	if up := c.up; up != nil {
 		up.mu.Lock()
-		if !up.closed() { // else up is ending its kids, c among them
+		if !up.closed() { // else up is settling its kids, c among them
 			if c.prev != nil {
 				c.prev.next = c.next
 			} else {
@@ -405,6 +401,43 @@ func (c *timerCtx) end(reason uint32) {
 	}
 	if stop != nil {
 		stop()
+	}
+}
+
+// settle cancels x and ends the wheel contexts deriving from c, which has
+// ended. It may run on several goroutines at once, and again on one: both
+// are idempotent. Once closedBit is set, the kids list is frozen (no kid
+// links, and a kid that ends leaves its links alone), so that each settle
+// can walk it.
+func (c *timerCtx) settle() {
+	c.closeX()
+	c.mu.Lock()
+	k := c.kids
+	c.mu.Unlock()
+	for ; k != nil; k = k.next {
+		// A kid under layers that share c's Done is done with c; one under
+		// a standard cancelable layer, once x has canceled that layer; one
+		// under a layer that does not follow c is left to its own watch.
+		if !k.async() || k.parent.Err() != nil {
+			k.end(reasonParent)
+		}
+	}
+}
+
+// closeX releases the wheel entry, then cancels x, if it exists, with the
+// error and cause c ended with: after it returns, x and the standard
+// contexts attached to it are done, and whoever sees them done sees the
+// entry gone. It sets closedBit: an x made later is born canceled.
+func (c *timerCtx) closeX() {
+	if s := c.state.Load(); s&armedBit != 0 && s&reasonMask != reasonExpired {
+		c.t.Stop() // else the creator stops it, once armed
+	}
+	c.mu.Lock()
+	c.state.Or(closedBit)
+	f := c.f
+	c.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
@@ -445,8 +478,10 @@ func (c *timerCtx) watch() {
 	} else {
 		stop = context.AfterFunc(c.parent, c.cancelFn)
 	}
+	// end takes afStop under mu after setting the reason: if the reason
+	// is set now, end may have looked already.
 	c.mu.Lock()
-	ended := c.closed()
+	ended := !c.live()
 	if !ended {
 		c.afStop = stop
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -558,7 +559,8 @@ func TestWheelContextUnderStandardParent(t *testing.T) {
 	}
 	t.Logf("a context derived from the wheel context was not done yet right after the parent's cancel returned in %d of %d runs", lagged, runs)
 
-	// Done alone: a waiter wakes once the goroutine has run.
+	// Done alone: a waiter wakes once the goroutine has run, and finds the
+	// wheel entry released.
 	parent, cancelParent := context.WithCancel(context.Background())
 	ctx, cancel := st.WithTimeout(parent, time.Hour)
 	defer cancel()
@@ -660,4 +662,57 @@ func TestWheelContextParentExpiresFirst(t *testing.T) {
 		assert.Equal(t, context.DeadlineExceeded, child.Err())
 		assert.Equal(t, context.DeadlineExceeded, context.Cause(child))
 	})
+}
+
+// gatedCtx is its embedded context, except that the second call to Err
+// after arm blocks until release is closed, and says so on entered.
+type gatedCtx struct {
+	context.Context
+	calls            atomic.Int32
+	entered, release chan struct{}
+}
+
+func (p *gatedCtx) arm() {
+	p.entered, p.release = make(chan struct{}), make(chan struct{})
+	p.calls.Store(0)
+}
+
+func (p *gatedCtx) Err() error {
+	if p.entered != nil && p.calls.Add(1) == 2 {
+		close(p.entered)
+		<-p.release
+	}
+	return p.Context.Err()
+}
+
+// TestWheelContextEndsKidEndingElsewhere: a wheel context's cancel ends a
+// wheel context below it synchronously even while another goroutine is
+// ending that one, still busy (here held inside its parent's Err): the
+// cancel finishes the job itself rather than leave it to the other.
+func TestWheelContextEndsKidEndingElsewhere(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	outer, cancelOuter := st.WithTimeout(context.Background(), time.Hour)
+	defer cancelOuter()
+	layer, cancelLayer := context.WithCancel(outer)
+	defer cancelLayer()
+	gated := &gatedCtx{Context: layer}
+	inner, cancelInner := st.WithTimeout(gated, time.Hour)
+	defer cancelInner()
+	derived, cancelDerived := context.WithCancel(inner)
+	defer cancelDerived()
+
+	gated.arm()
+	// The layer's cancel reaches inner through AfterFunc: that goroutine
+	// ends inner, and is held in the parent's Err as it cancels inner's x.
+	cancelLayer()
+	testwait.Recv(t, gated.entered, "the AfterFunc goroutine in the parent's Err")
+	cancelOuter()
+	select {
+	case <-derived.Done():
+	default:
+		t.Error("a context under the inner wheel context is not done right after the outer one's cancel returned")
+	}
+	close(gated.release)
 }
