@@ -48,9 +48,9 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 // embedding it, is done before that call returns, with the same error; no
 // goroutine is kept per derived context; context.AfterFunc, WithoutCancel
 // and String behave as on a standard context. If parent's deadline is
-// already earlier than d, it returns context.WithCancel(parent); if d has
-// passed or parent is done, it returns context.WithDeadline(parent, d),
-// which then keeps no timer either.
+// already earlier than d, it returns context.WithCancel(parent); if parent
+// is done, or d has passed by the default clock, it returns
+// context.WithDeadline(parent, d), which keeps no timer then either.
 func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	when, now := st.deadline(d)
 	return st.withDeadline(parent, d, when, now)
