@@ -164,7 +164,43 @@
 //
 // [SystemTimer.WithTimeout] and [SystemTimer.WithDeadline] return contexts
 // that behave like those of the context package, with the deadline on the
-// wheel instead of in a runtime timer.
+// wheel instead of in a runtime timer: the same Err and [context.Cause] in
+// the same cases and order, Value, Deadline (exact), String, and
+// [context.AfterFunc] and [context.WithoutCancel] on them. A context derived
+// from one, by the context package or any code, directly or through WithValue
+// layers and types that embed it, attaches to it as to a standard one: with no
+// goroutine, and, when the wheel context expires (DeadlineExceeded), is
+// canceled or ends with a wheel context above it, it is done before that call
+// returns. A wheel context below another, whatever lies between, is ended by
+// it the same way.
+//
+// The context package runs no code of other packages when one of its own
+// cancelable contexts is canceled. So a cancellation that starts at a
+// standard cancelable context above a wheel context (a server's request
+// context when the client goes away) reaches the wheel context through
+// [context.AfterFunc]: one goroutine, started at that cancellation and none
+// before. After the standard context's cancel returns, the wheel context's
+// own Done and Err show it at once (they look at the parent), and so does any
+// context derived from it afterwards; one derived from it before may report a
+// nil Err until that goroutine has run. A parent with an AfterFunc method of
+// its own is followed through it, synchronously if it runs functions so.
+// The alternative, tying the wheel context to such a parent as a standard
+// child is tied, would give the contexts derived from it the parent's errors
+// and never DeadlineExceeded when the deadline passes, which request
+// deadlines need.
+//
+// The wheel releases a context's entry as soon as it ends, by whatever
+// cause. A context the SystemTimer cannot hold is canceled at birth with
+// context.Canceled, its cause saying why: [ErrStopped], [ErrTooManyPending].
+// Contexts pending when [SystemTimer.Stop] is called are canceled, with the
+// cause ErrStopped.
+//
+// A context costs two allocations, against context.WithTimeout's four, until
+// something waits for it or derives from it; then five more, of which the
+// context package's own done channel is one, against one: the standard
+// cancelable context that derived contexts attach to, and what ties it to the
+// wheel. A standard cancelable parent adds context.AfterFunc's two. Seven
+// against five, nine against five under a server's request context.
 //
 // # Clocks
 //

@@ -53,9 +53,18 @@
 //   - The deadline is on the wheel: the context is done at most one tick of
 //     st ([timingwheel.WithTick]) after the deadline, never before; its
 //     Deadline method reports now+dt exactly.
-//   - A cancellation of the incoming request's context reaches the handler's
-//     context a moment later, on its own goroutine (see
-//     [timingwheel.SystemTimer.WithDeadline]).
+//   - A cancellation of the incoming request's context (the client went
+//     away) reaches the handler's context a goroutine hop later, through
+//     context.AfterFunc: the handler's context's Done and Err show it as soon
+//     as they are called, but a context the handler derived from it before
+//     may still report a nil Err until that goroutine has run (see
+//     [timingwheel.SystemTimer.WithDeadline]). The deadline itself reaches
+//     every context derived from the handler's at once, as
+//     context.DeadlineExceeded.
+//   - The handler's context is canceled as the handler returns, not as
+//     ServeHTTP does, which no code of the handler's can see. If the deadline
+//     has passed by the time ServeHTTP sees the handler return, the client
+//     gets the 503, where net/http's picks either at random.
 //   - If st is stopped when a request comes in, the request gets a deadline
 //     from [context.WithTimeout] instead, and is served exactly as by
 //     http.TimeoutHandler. Requests in flight when st stops have their

@@ -3,6 +3,7 @@ package httptimeout
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -53,34 +54,39 @@ func (th *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := th.context(r.Context())
 	defer cancel()
 	tw := &writer{
-		w:    w,
-		h:    make(http.Header),
-		req:  r.WithContext(ctx),
-		done: make(chan struct{}),
+		w:      w,
+		h:      make(http.Header),
+		req:    r.WithContext(ctx),
+		cancel: cancel,
 	}
+	tw.buf = *bytes.NewBuffer(tw.small[:0])
 	go tw.serve(th.next)
-	select {
-	case <-tw.done:
-		if tw.panicked != nil {
-			panic(tw.panicked)
+	<-ctx.Done()
+	err := ctx.Err()
+	tw.mu.Lock()
+	if tw.returned && err != context.DeadlineExceeded {
+		// The handler ended the context by returning or panicking: it
+		// came first, unless the deadline had passed already.
+		panicked := tw.panicked
+		if panicked != nil {
+			tw.mu.Unlock()
+			panic(panicked)
 		}
-		tw.finish()
-	case <-ctx.Done():
-		tw.expire(ctx.Err(), th.body)
+		tw.finishLocked()
+		return
 	}
+	tw.expireLocked(err, th.body)
 }
 
 // context returns the request's context with the deadline now+dt on the
-// wheel, or, if st is stopped, with a runtime timer: a stopped SystemTimer
-// hands out contexts canceled at birth, which would turn every request into
-// a 503.
+// wheel, or, if st is stopped or full, with a runtime timer: st then hands
+// out contexts canceled at birth, which would turn every request into a 503.
 func (th *handler) context(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := th.st.WithTimeout(parent, th.dt)
 	select {
 	case <-ctx.Done():
-		// Canceled while parent is not: only Stop does that. Parent is
-		// read second, so a parent canceled meanwhile is seen.
-		if ctx.Err() == context.Canceled && parent.Err() == nil {
+		// The cause is the parent's if the parent was canceled first.
+		if cause := context.Cause(ctx); errors.Is(cause, timingwheel.ErrStopped) || errors.Is(cause, timingwheel.ErrTooManyPending) {
 			cancel()
 			return context.WithTimeout(parent, th.dt)
 		}
@@ -92,42 +98,51 @@ func (th *handler) context(parent context.Context) (context.Context, context.Can
 // A writer is the ResponseWriter the handler gets. It buffers the response
 // until ServeHTTP either copies it out (the handler returned in time) or
 // replaces it with a 503 (the context was done first).
+//
+// ServeHTTP waits for the context alone: the handler's goroutine cancels
+// it when the handler returns or panics, after setting returned. So waiting
+// for the handler costs no channel of its own, where net/http's costs a done
+// channel and a 1-buffered panic channel; canceling the handler's context
+// as it returns, rather than as ServeHTTP does, is invisible to the
+// handler itself.
 type writer struct {
-	w   http.ResponseWriter // the server's
-	h   http.Header         // the handler's header map; not guarded, as for any ResponseWriter
-	req *http.Request       // the handler's request, with the deadline
+	w      http.ResponseWriter // the server's
+	h      http.Header         // the handler's header map; not guarded, as for any ResponseWriter
+	req    *http.Request       // the handler's request, with the deadline
+	cancel context.CancelFunc  // req's context's
 
-	// done is closed when the handler returns or panics, after panicked
-	// is set; closing never blocks, so the handler's goroutine ends even
-	// when ServeHTTP has stopped waiting for it. One channel that is
-	// closed costs one allocation, where net/http's done channel and
-	// 1-buffered panic channel cost three.
-	done     chan struct{}
-	panicked any // the value the handler panicked with; read after done
-
-	mu          sync.Mutex // guards buf, err, wroteHeader and code
+	mu          sync.Mutex // guards returned, panicked, buf, err, wroteHeader and code
+	returned    bool       // the handler returned or panicked
+	panicked    any        // the value the handler panicked with
 	buf         bytes.Buffer
-	err         error // once set, Write returns it and WriteHeader does nothing
+	small       [64]byte // buf's first bytes: a short response costs no allocation of its own
+	err         error    // once set, Write returns it and WriteHeader does nothing
 	wroteHeader bool
 	code        int
 }
 
-// serve runs h on the handler's goroutine. If h calls runtime.Goexit, done
-// stays open and ServeHTTP waits for the deadline, as net/http's does.
+// serve runs h on the handler's goroutine. If h calls runtime.Goexit, the
+// context is not canceled and ServeHTTP waits for the deadline, as
+// net/http's does.
 func (tw *writer) serve(h http.Handler) {
 	defer func() {
 		if p := recover(); p != nil {
-			tw.panicked = p
-			close(tw.done)
+			tw.mu.Lock()
+			tw.returned, tw.panicked = true, p
+			tw.mu.Unlock()
+			tw.cancel()
 		}
 	}()
 	h.ServeHTTP(tw, tw.req)
-	close(tw.done)
+	tw.mu.Lock()
+	tw.returned = true
+	tw.mu.Unlock()
+	tw.cancel()
 }
 
-// finish sends the buffered response: the handler returned in time.
-func (tw *writer) finish() {
-	tw.mu.Lock()
+// finishLocked sends the buffered response: the handler returned in time.
+// It unlocks mu.
+func (tw *writer) finishLocked() {
 	code := tw.code
 	if !tw.wroteHeader {
 		code = http.StatusOK
@@ -144,12 +159,12 @@ func (tw *writer) finish() {
 	tw.w.Write(body) // as net/http's, ignoring the error: nobody to tell
 }
 
-// expire answers 503 in place of the handler: its context is done with err.
-func (tw *writer) expire(err error, body string) {
+// expireLocked answers 503 in place of the handler: its context is done
+// with err. It unlocks mu.
+func (tw *writer) expireLocked(err error, body string) {
 	// Comparisons, not errors.Is, like net/http's: a context's Err is one
 	// of the two sentinels.
 	timedOut := err == context.DeadlineExceeded
-	tw.mu.Lock()
 	if timedOut {
 		tw.err = http.ErrHandlerTimeout
 	} else {

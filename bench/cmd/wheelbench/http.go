@@ -43,13 +43,17 @@ func init() {
 				"connection of its own. A handler makes its request's timeout context (-http-timeout, 30s: never fires), waits until " +
 				"about c later requests have arrived, cancels it and answers: about c timeouts are pending at any time. " +
 				"\"k ctx/req\": the handler also makes, checks and cancels k-1 more timeout contexts on the request's context, as " +
-				"calls to backends with timeouts of their own would; \"nested\": on the request's timeout context. \"1 in k times " +
+				"calls to backends with timeouts of their own would; \"nested\": on the request's timeout context. \"layered\": as " +
+				"middleware and backend calls make them: a WithValue layer over the request's timeout context, a context.WithCancel " +
+				"on it, and k-1 context.WithTimeout on that, standard contexts whatever the request's is. \"1 in k times " +
 				"out\": every k-th request waits for its short deadline (-http-slow-timeout) and gets 503.",
 			"CPU/req: process user+system time ÷ requests: server, client and GC together. ctx p50: the median over requests of " +
 				"the wall time the handler spent in WithTimeout, Done, Err and cancel: the timeout handling alone, without the work " +
 				"it leaves to other goroutines (the wheel's driver, the runtime's timer cleanup, the GC), which CPU/req counts. " +
 				"GC/req: the runtime's estimate of GC CPU time ÷ requests; GCs: GC cycles during the load (at c=10k, one cycle " +
-				"more or less moves CPU/req by a few µs). p50, p99: latency seen by the client.",
+				"more or less moves CPU/req by a few µs). goroutines/req: goroutines started during the load ÷ requests, server " +
+				"and client (net/http starts one per request on the server): a context that follows its parent with a goroutine " +
+				"shows here. p50, p99: latency seen by the client.",
 			"target: at c=10k, the wheel's context costs less CPU per request than context.WithTimeout: CPU/req ratio > 1.00× " +
 				"on the c=10k rows; the ctx/req rows magnify the contexts' share of it.",
 		},
@@ -63,10 +67,11 @@ func init() {
 			}
 			var cases []Case
 			for _, c := range httpConns.Get(p) {
-				cfgs := []httpConfig{base, base, base, base}
+				cfgs := []httpConfig{base, base, base, base, base}
 				cfgs[1].ctxs = httpCtxs.Get(p)
 				cfgs[2].ctxs, cfgs[2].nested = httpCtxs.Get(p), true
-				cfgs[3].slowEvery = httpSlowEvery.Get(p)
+				cfgs[3].ctxs, cfgs[3].layered = httpCtxs.Get(p), true
+				cfgs[4].slowEvery = httpSlowEvery.Get(p)
 				for _, cfg := range cfgs {
 					cfg.conns = c
 					cases = append(cases, Case{
@@ -87,6 +92,7 @@ type httpConfig struct {
 	n           int           // requests timed
 	ctxs        int           // timeout contexts per request: its own and ctxs-1 more
 	nested      bool          // the ctxs-1 derive from the request's, not from its parent
+	layered     bool          // the ctxs-1 are standard, under a WithCancel under a WithValue over the request's
 	slowEvery   int           // every slowEvery-th request waits for slowTimeout; 0: none
 	timeout     time.Duration // a request's timeout; derived contexts get half
 	slowTimeout time.Duration
@@ -96,8 +102,11 @@ func (c httpConfig) label() string {
 	s := "c=" + formatCount(c.conns)
 	if c.ctxs > 1 {
 		s += fmt.Sprintf(", %d ctx/req", c.ctxs)
-		if c.nested {
+		switch {
+		case c.nested:
 			s += " nested"
+		case c.layered:
+			s += " layered"
 		}
 	}
 	if c.slowEvery > 0 {
@@ -155,9 +164,9 @@ func runHTTP(e *Env, cfg httpConfig) error {
 	// The warm-up's garbage is collected now, not during the timed load.
 	runtime.GC()
 	e.PhaseFunc("requests", cfg.n, lg.done.Load)
-	u, gc0 := readUsage(), httpGCCPU()
+	u, gc0, g0 := readUsage(), httpGCCPU(), httpGoroutinesCreated()
 	lat, err := lg.load(cfg)
-	s, gc := u.since(), httpGCCPU()-gc0
+	s, gc, g := u.since(), httpGCCPU()-gc0, httpGoroutinesCreated()-g0
 	if err != nil {
 		return err
 	}
@@ -195,6 +204,7 @@ func runHTTP(e *Env, cfg httpConfig) error {
 	e.Add(Metric{Name: "GC/req", Value: float64(gc) / n, Kind: Duration})
 	e.Add(Metric{Name: "GCs", Value: float64(s.gcs), Kind: Count})
 	e.Add(Metric{Name: "allocs/req", Value: float64(s.mallocs) / n, Kind: Decimal})
+	e.Add(Metric{Name: "goroutines/req", Value: float64(g) / n, Kind: Decimal, Ratio: true})
 	e.Add(Metric{Name: "timed out", Value: float64(srv.expired.Load()), Kind: Count})
 	return nil
 }
@@ -208,6 +218,17 @@ func httpGCCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(s[0].Value.Float64() * 1e9)
+}
+
+// httpGoroutinesCreated returns how many goroutines the process has started
+// so far.
+func httpGoroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // httpFitConns returns how many of want connections fit in limit open
@@ -374,17 +395,22 @@ func (s *httpServer) serveRequest(w http.ResponseWriter, r *http.Request) {
 	}
 
 	t1 := time.Now()
-	parent := r.Context()
-	if s.cfg.nested {
-		parent = ctx
-	}
-	for range s.cfg.ctxs - 1 {
-		sub, cancelSub := s.tc.WithTimeout(parent, s.cfg.timeout/2)
-		select {
-		case <-sub.Done():
-		default:
+	switch {
+	case s.cfg.layered:
+		s.backendCalls(ctx)
+	default:
+		parent := r.Context()
+		if s.cfg.nested {
+			parent = ctx
 		}
-		cancelSub()
+		for range s.cfg.ctxs - 1 {
+			sub, cancelSub := s.tc.WithTimeout(parent, s.cfg.timeout/2)
+			select {
+			case <-sub.Done():
+			default:
+			}
+			cancelSub()
+		}
 	}
 	err := ctx.Err()
 	cancel()
@@ -399,6 +425,27 @@ func (s *httpServer) serveRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write(httpOK)
+}
+
+// httpRequestIDKey is the key of the value the layered case's middleware
+// puts in the request's context.
+type httpRequestIDKey struct{}
+
+// backendCalls derives from the request's timeout context what middleware
+// and backend calls make of it: a value layer (a request ID), a
+// context.WithCancel on it (an errgroup's), and ctxs-1 standard timeouts on
+// that, each checked and canceled, as a backend client would.
+func (s *httpServer) backendCalls(ctx context.Context) {
+	mw, cancelMW := context.WithCancel(context.WithValue(ctx, httpRequestIDKey{}, s.ctxCount.Load()))
+	for range s.cfg.ctxs - 1 {
+		sub, cancelSub := context.WithTimeout(mw, s.cfg.timeout/2)
+		select {
+		case <-sub.Done():
+		default:
+		}
+		cancelSub()
+	}
+	cancelMW()
 }
 
 // record keeps the time a request's handler spent in its contexts' calls.

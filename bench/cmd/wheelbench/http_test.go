@@ -14,10 +14,12 @@ import (
 func TestHTTPRun(t *testing.T) {
 	pr := newProgress(os.Stderr, true)
 	base := httpConfig{conns: 8, n: 100, ctxs: 1, timeout: 30 * time.Second, slowTimeout: 2 * time.Millisecond}
-	nested, slow := base, base
+	nested, layered, slow := base, base, base
 	nested.ctxs, nested.nested = 3, true
+	layered.ctxs, layered.layered = 3, true
 	slow.slowEvery = 4
-	for _, cfg := range []httpConfig{base, nested, slow} {
+	goroutines := map[string]float64{} // goroutines/req of the layered case, by implementation
+	for _, cfg := range []httpConfig{base, nested, layered, slow} {
 		for _, spec := range []*ImplSpec{timingwheelSpec, runtimeSpec} {
 			t.Run(cfg.label()+"/"+spec.Name, func(t *testing.T) {
 				fds := httpOpenFDs()
@@ -41,6 +43,13 @@ func TestHTTPRun(t *testing.T) {
 						t.Errorf("%s = %v, %v", m, v, ok)
 					}
 				}
+				g, ok := r.metric("goroutines/req")
+				if !ok || g < 0 {
+					t.Errorf("goroutines/req = %v, %v", g, ok)
+				}
+				if cfg.layered {
+					goroutines[spec.Name] = g
+				}
 				if got := httpOpenFDs(); got != fds {
 					t.Errorf("%d file descriptors open after the run, %d before", got, fds)
 				}
@@ -53,6 +62,13 @@ func TestHTTPRun(t *testing.T) {
 				}
 			})
 		}
+	}
+	// The contexts derived from the request's through a value layer start
+	// no goroutine of their own under either implementation: a goroutine
+	// per derived context would add ctxs-1+1 per request.
+	t.Logf("layered case, goroutines/req: %v", goroutines)
+	if w, rt := goroutines[timingwheelSpec.Name], goroutines[runtimeSpec.Name]; w > rt+0.5 {
+		t.Errorf("layered case: %.2f goroutines/req with the wheel, %.2f with context.WithTimeout", w, rt)
 	}
 }
 
