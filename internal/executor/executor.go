@@ -95,12 +95,13 @@ import (
 // Config configures a Pool.
 type Config[T any] struct {
 	Workers int // goroutines that make progress; at least 1
-	// Run runs one item. slot is the running goroutine's slot, in
-	// [0, Slots): goroutines running at once have different slots as long
-	// as they are no more than Slots, so that Run can count into memory
-	// of the slot's own, which no other goroutine writes most of the time.
-	Run     func(v T, slot int)
-	Slots   int           // at least 1; RunQueued runs on slot 0
+	// Run runs one item, with the batch it belongs to (see Batch).
+	Run   func(v T, b *Batch)
+	Slots int // at least 1; RunQueued runs on slot 0
+	// Now, if set, is read once per batch into Batch.At, before its first
+	// item runs: a clock reading that Run can use for every item of the
+	// batch, instead of reading a clock per item.
+	Now     func() int64
 	OnPanic func(v any)   // receives a value Run panicked with
 	Stall   time.Duration // how long work may wait behind a goroutine stuck in one item; positive
 	Manual  bool          // start no goroutines; RunQueued runs the queue (tests)
@@ -110,9 +111,26 @@ type Config[T any] struct {
 	Touch func(T) uintptr
 }
 
+// A Batch is what Run knows of the batch an item belongs to: the items a
+// goroutine took from the queue at once (up to batchMax), or the ones
+// RunQueued pops at once.
+type Batch struct {
+	// Slot is the running goroutine's slot, in [0, Slots): goroutines
+	// running at once have different slots as long as they are no more
+	// than Slots, so that Run can count into memory of the slot's own,
+	// which no other goroutine writes most of the time.
+	Slot int
+	// At is Config.Now read before the batch's first item ran. An item
+	// starts after it, by the run time of the items before it in the
+	// batch; the watch takes back the items of a batch held up by one for
+	// the stall delay, so that is at most about the stall delay.
+	At int64
+}
+
 // A Pool runs submitted items.
 type Pool[T any] struct {
-	run     func(T, int)
+	run     func(T, *Batch)
+	batchAt func() int64 // Config.Now
 	touch   func(T) uintptr
 	onPanic func(any)
 	size    int           // Config.Workers
@@ -143,6 +161,8 @@ type Pool[T any] struct {
 	stolen   []T                  // the watch's scratch
 	inSlot   []int                // goroutines running with each slot
 
+	queuedBatch Batch // RunQueued's, in the pool so that it does not escape per call; its callers take turns
+
 	panics atomic.Uint64 // items that panicked
 }
 
@@ -171,7 +191,7 @@ type worker[T any] struct {
 	// not optimised away; the worker's own.
 	touched uintptr
 	goid    int64 // the worker's own
-	slot    int   // set at spawn, then immutable; see Config.Run
+	b       Batch // the worker's own, but Slot: set at spawn, then immutable
 
 	// Guarded by the pool's mu.
 	seq    uint64        // the batch's number: batches are taken in queue order
@@ -215,6 +235,7 @@ func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 func New[T any](c Config[T]) *Pool[T] {
 	p := &Pool[T]{
 		run:     c.Run,
+		batchAt: c.Now,
 		touch:   c.Touch,
 		onPanic: c.OnPanic,
 		size:    c.Workers,
@@ -291,7 +312,7 @@ func (p *Pool[T]) wake() {
 
 // spawn starts a goroutine that takes work at once. Called with mu held.
 func (p *Pool[T]) spawn() {
-	w := &worker[T]{slot: p.takeSlot()}
+	w := &worker[T]{b: Batch{Slot: p.takeSlot()}}
 	p.addWatched(w)
 	p.gs++
 	p.live++
@@ -489,7 +510,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			p.mu.Lock()
 		}
 		delete(p.byID, w.goid)
-		p.putSlot(w.slot)
+		p.putSlot(w.b.Slot)
 		if w.stuck {
 			p.stuck--
 		} else {
@@ -539,12 +560,15 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			}
 			w.touched = sum
 		}
+		if p.batchAt != nil {
+			w.b.At = p.batchAt()
+		}
 		for {
 			v, ok := w.claim()
 			if !ok {
 				break
 			}
-			p.call(v, w.slot)
+			p.call(v, &w.b)
 			if ran++; ran%yieldEvery == 0 {
 				// A worker that finds work queued never blocks, and a
 				// goroutine that never enters the scheduler leaves
@@ -564,13 +588,13 @@ func (p *Pool[T]) loop(w *worker[T]) {
 	}
 }
 
-func (p *Pool[T]) call(v T, slot int) {
+func (p *Pool[T]) call(v T, b *Batch) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panicked(r)
 		}
 	}()
-	p.run(v, slot)
+	p.run(v, b)
 }
 
 func (p *Pool[T]) panicked(v any) {
@@ -584,9 +608,12 @@ func (p *Pool[T]) panicked(v any) {
 }
 
 // RunQueued runs queued items on the calling goroutine until the queue is
-// empty, including items they submit. It is for pools made with Manual.
+// empty, including items they submit. It is for pools made with Manual. It
+// pops one item at a time, so that Close always finds what has not started,
+// and reads Now once per batchMax items, as the workers do per batch.
 func (p *Pool[T]) RunQueued() {
-	for {
+	b := &p.queuedBatch
+	for n := 0; ; n++ {
 		p.mu.Lock()
 		if p.closed || p.queue.len() == 0 {
 			p.mu.Unlock()
@@ -594,7 +621,10 @@ func (p *Pool[T]) RunQueued() {
 		}
 		v := p.queue.popOne()
 		p.mu.Unlock()
-		p.call(v, 0)
+		if p.batchAt != nil && n%batchMax == 0 {
+			b.At = p.batchAt()
+		}
+		p.call(v, b)
 	}
 }
 

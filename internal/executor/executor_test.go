@@ -59,7 +59,7 @@ func newBlocker() *blocker {
 	return &blocker{started: map[int]time.Time{}, release: make(chan struct{})}
 }
 
-func (b *blocker) run(v, _ int) {
+func (b *blocker) run(v int, _ *Batch) {
 	b.mu.Lock()
 	b.started[v] = time.Now()
 	b.mu.Unlock()
@@ -189,7 +189,7 @@ func TestWorkBehindAnItemThatBlocksMidBatch(t *testing.T) {
 				var mu sync.Mutex
 				started := map[int]time.Time{}
 				release := make(chan struct{})
-				p := New(Config[int]{Workers: 1, Stall: stall, Run: func(v, _ int) {
+				p := New(Config[int]{Workers: 1, Stall: stall, Run: func(v int, _ *Batch) {
 					mu.Lock()
 					started[v] = time.Now()
 					mu.Unlock()
@@ -233,7 +233,7 @@ func TestShortItemsStartNoGoroutine(t *testing.T) {
 				const workers = 2
 				var mu sync.Mutex
 				most, ran := 0, 0
-				p := New(Config[int]{Workers: workers, Stall: stall, Run: func(int, int) {
+				p := New(Config[int]{Workers: workers, Stall: stall, Run: func(int, *Batch) {
 					n := runGoroutines()
 					mu.Lock()
 					most = max(most, n)
@@ -272,7 +272,7 @@ func TestStuckGoroutinesAreReplacedUpToWorkers(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		most, ran := 0, 0
-		p := New(Config[int]{Workers: 4, Stall: stall, Run: func(v, _ int) {
+		p := New(Config[int]{Workers: 4, Stall: stall, Run: func(v int, _ *Batch) {
 			if v < 0 {
 				<-release
 				return
@@ -308,7 +308,7 @@ func TestRunsInSubmitOrderWithOneWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []int
 		var mu sync.Mutex
-		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, Run: func(v, _ int) {
+		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, Run: func(v int, _ *Batch) {
 			mu.Lock()
 			got = append(got, v)
 			mu.Unlock()
@@ -340,7 +340,7 @@ func TestTouchPrecedesRun(t *testing.T) {
 				mu.Unlock()
 				return uintptr(v)
 			},
-			Run: func(v, _ int) {
+			Run: func(v int, _ *Batch) {
 				mu.Lock()
 				defer mu.Unlock()
 				ran = append(ran, v)
@@ -370,7 +370,7 @@ func TestPanicGoesToHandlerAndWorkerGoesOn(t *testing.T) {
 		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, OnPanic: func(v any) {
 			panics <- v
 			panic("the handler panics too")
-		}, Run: func(v, _ int) {
+		}, Run: func(v int, _ *Batch) {
 			if v == 0 {
 				panic("boom")
 			}
@@ -386,7 +386,7 @@ func TestPanicGoesToHandlerAndWorkerGoesOn(t *testing.T) {
 func TestGoexitInCallbackReplacesWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ran := make(chan int, 3)
-		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, Run: func(v, _ int) {
+		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, Run: func(v int, _ *Batch) {
 			if v == 0 {
 				runtime.Goexit()
 			}
@@ -406,7 +406,7 @@ func TestBlockedWorkersDoNotHoldUpOthers(t *testing.T) {
 		const stall = time.Millisecond
 		release := make(chan struct{})
 		started := make(chan time.Time, 10)
-		p := New(Config[int]{Workers: 2, Stall: stall, Run: func(v, _ int) {
+		p := New(Config[int]{Workers: 2, Stall: stall, Run: func(v int, _ *Batch) {
 			started <- time.Now()
 			if v < 3 {
 				<-release // 0, 1 and 2 block for ever
@@ -432,7 +432,7 @@ func TestCloseReturnsUnstartedAndWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release, blocked := make(chan struct{}), make(chan struct{})
 		var ran atomic.Int32
-		p := New(Config[int]{Workers: 1, Stall: time.Hour, Run: func(v, _ int) {
+		p := New(Config[int]{Workers: 1, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			if v == 0 {
 				close(blocked)
 				<-release
@@ -468,7 +468,7 @@ func TestCloseFromInsideCallback(t *testing.T) {
 		var p *Pool[int]
 		got := make(chan []int, 1)
 		var ran atomic.Int32
-		p = New(Config[int]{Workers: 2, Stall: time.Millisecond, Run: func(v, _ int) {
+		p = New(Config[int]{Workers: 2, Stall: time.Millisecond, Run: func(v int, _ *Batch) {
 			ran.Add(1)
 			if v == 0 {
 				got <- p.Close()
@@ -485,7 +485,7 @@ func TestCloseFromInsideCallback(t *testing.T) {
 func TestManualRunQueued(t *testing.T) {
 	var got []int
 	var p *Pool[int]
-	p = New(Config[int]{Manual: true, Run: func(v, _ int) {
+	p = New(Config[int]{Manual: true, Run: func(v int, _ *Batch) {
 		got = append(got, v)
 		if v < 3 {
 			p.Submit(v + 10)
@@ -522,9 +522,9 @@ func TestRingWrapsAndGrows(t *testing.T) {
 
 func TestNewPanicsOnMisuse(t *testing.T) {
 	assert.PanicsWithValue(t, "executor: Config.Workers must be at least 1", func() {
-		New(Config[int]{Stall: time.Millisecond, Run: func(int, int) {}})
+		New(Config[int]{Stall: time.Millisecond, Run: func(int, *Batch) {}})
 	})
 	assert.PanicsWithValue(t, "executor: Config.Stall must be positive", func() {
-		New(Config[int]{Workers: 1, Run: func(int, int) {}})
+		New(Config[int]{Workers: 1, Run: func(int, *Batch) {}})
 	})
 }
