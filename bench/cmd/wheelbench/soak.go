@@ -160,10 +160,24 @@ type soakSample struct {
 	probeLate  int64 // the probe's, likewise
 	violations int64
 	gc         time.Duration // how long the sample's runtime.GC took, if it made one
+
+	// Over the interval before the sample: the wheel's own figures (see
+	// soakWatch), its own lateness, and the runtime's.
+	backlog, helpers int
+	lag              time.Duration
+	ownP99, ownMax   time.Duration
+	rt               soakRuntime // since the sample before
 }
 
 // A soakResult is the outcome of a soak.
 type soakResult struct {
+	// The wheel's own figures: its lateness histogram at the end, and the
+	// maxima of the samples.
+	own                    timingwheel.Histogram
+	maxBacklog, maxHelpers int
+	maxLag                 time.Duration
+	traces                 []string
+
 	cfg     soakConfig
 	date    time.Time
 	setup   time.Duration
@@ -256,6 +270,10 @@ func runSoak(cfg soakConfig, progress io.Writer) *soakResult {
 	}
 	var probe soakProbe
 	churn.Go(func() { probe.run(&stop) })
+	var watch soakWatch
+	churn.Go(func() { watch.run(st, c, &stop, progress) })
+	prevOwn := st.Stats().Lateness
+	prevRT := rt0
 	c.intervalLate.Store(0)
 	fmt.Fprintf(progress, "soak: armed in %.1fs; churning %s calls/s for %v\n", res.setup.Seconds(), formatCount(cfg.rate), cfg.duration)
 	fmt.Fprintln(progress, soakSeriesHeader)
@@ -303,6 +321,14 @@ func runSoak(cfg soakConfig, progress io.Writer) *soakResult {
 		s.runs = c.runs()
 		s.maxLate = c.intervalLate.Swap(0)
 		s.probeLate = probe.interval.Swap(0)
+		s.backlog, s.helpers, s.lag = watch.take()
+		own := st.Stats().Lateness
+		d := own
+		for i := range d.Counts {
+			d.Counts[i] -= prevOwn.Counts[i]
+		}
+		s.ownP99, s.ownMax, prevOwn = d.Quantile(0.99), d.Quantile(1), own
+		s.rt, prevRT = rt.since(prevRT), rt
 		s.violations = c.violations()
 		if resume != nil {
 			resume()
@@ -331,6 +357,7 @@ func runSoak(cfg soakConfig, progress io.Writer) *soakResult {
 	// and no callback may start after it.
 	fmt.Fprintf(progress, "soak: churn stopped; SystemTimer.Stop\n")
 	res.lenBeforeStop = st.Len()
+	res.own = st.Stats().Lateness
 	stopAt := c.now()
 	left := st.Stop()
 	c.closed.Store(true)
@@ -358,6 +385,10 @@ func runSoak(cfg soakConfig, progress io.Writer) *soakResult {
 	}
 
 	res.late = c.lateHistogram()
+	for _, s := range res.samples {
+		res.maxBacklog, res.maxHelpers, res.maxLag = max(res.maxBacklog, s.backlog), max(res.maxHelpers, s.helpers), max(res.maxLag, s.lag)
+	}
+	res.traces = watch.traces
 	res.maxLate = c.maxLate.Load()
 	res.probe = probe.histogram()
 	res.probeMax = probe.max.Load()
@@ -431,7 +462,8 @@ func (r *soakResult) explained() int64 {
 	return n
 }
 
-const soakSeriesHeader = "   elapsed    calls/s   fired/s     pending  wheel Len   live heap   rt total  GCs  gorout.  max late  probe max  viol.  forced GC"
+const soakSeriesHeader = "   elapsed    calls/s   fired/s     pending  wheel Len   live heap   rt total  GCs  gorout.  max late  probe max  viol.  forced GC" +
+	"  own p99  own max  backlog  helpers  drv lag  GC CPU  assist  sched p99"
 
 // line writes a sample as a row of the series; prev is the one before.
 func (s soakSample) line(prev soakSample) string {
@@ -440,12 +472,15 @@ func (s soakSample) line(prev soakSample) string {
 	if s.gc > 0 {
 		gc = formatNanos(float64(s.gc))
 	}
-	return fmt.Sprintf("  %8s  %9s  %8s  %10s  %9s  %10s  %9s  %3d  %7d  %8s  %9s  %5d  %9s",
+	return fmt.Sprintf("  %8s  %9s  %8s  %10s  %9s  %10s  %9s  %3d  %7d  %8s  %9s  %5d  %9s  %7s  %7s  %7s  %7d  %7s  %6s  %6s  %9s",
 		fmt.Sprintf("%.1fs", s.at.Seconds()),
 		soakSI(float64(s.calls-prev.calls)/dt), soakSI(float64(s.runs-prev.runs)/dt),
 		groupDigits(int64(s.pending)), soakSI(float64(s.wheelLen)),
 		formatBytes(float64(s.heap)), formatBytes(float64(s.total)), s.gcs, s.goroutines,
-		formatNanos(float64(s.maxLate)), formatNanos(float64(s.probeLate)), s.violations, gc)
+		formatNanos(float64(s.maxLate)), formatNanos(float64(s.probeLate)), s.violations, gc,
+		formatNanos(float64(s.ownP99)), formatNanos(float64(s.ownMax)), soakSI(float64(s.backlog)), s.helpers,
+		formatNanos(float64(s.lag)), fmt.Sprintf("%.0f%%", 100*s.rt.gcCPU/dt), fmt.Sprintf("%.0f%%", 100*s.rt.assistCPU/dt),
+		formatNanos(s.rt.schedP99*1e9))
 }
 
 // soakSI writes a count or rate with a k or M suffix.
@@ -502,8 +537,13 @@ func (r *soakResult) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  CPU        %.1fs user+system over the churn: %.2f cores of %d; by the runtime's estimate, GC %.1fs, idle %.1fs\n",
 		r.cpu.Seconds(), r.cpu.Seconds()/r.elapsed.Seconds(), runtime.NumCPU(), r.rt.gcCPU, r.rt.idleCPU)
-	fmt.Fprintf(w, "  runtime    %d GC cycles; GC pauses max ≤ %s; scheduling latency (runnable → running) p99 ≤ %s, max ≤ %s; %s goroutines started\n",
-		r.rt.gcs, formatNanos(r.rt.pauseMax*1e9), formatNanos(r.rt.schedP99*1e9), formatNanos(r.rt.schedMax*1e9), groupDigits(int64(r.rt.created)))
+	fmt.Fprintf(w, "  runtime    %d GC cycles (assists %.1fs); GC pauses max ≤ %s; scheduling latency (runnable → running) p99 ≤ %s, max ≤ %s; %s goroutines started\n",
+		r.rt.gcs, r.rt.assistCPU, formatNanos(r.rt.pauseMax*1e9), formatNanos(r.rt.schedP99*1e9), formatNanos(r.rt.schedMax*1e9), groupDigits(int64(r.rt.created)))
+	fmt.Fprintf(w, "  wheel      its own lateness (Stats: callback start − due tick): %s; at most %s callbacks waiting, %d helpers, driver lag %s\n",
+		r.own.String(), soakSI(float64(r.maxBacklog)), r.maxHelpers, formatNanos(float64(r.maxLag)))
+	for _, name := range r.traces {
+		fmt.Fprintf(w, "  trace      %s: go tool trace %s\n", name, name)
+	}
 	fmt.Fprintf(w, "  callbacks  %s run; lateness (callback start − deadline) p50 ≤ %s, p99 ≤ %s, p99.9 ≤ %s, p99.99 ≤ %s, max %s\n",
 		groupDigits(r.runs), formatNanos(float64(latePercentile(r.late, 50))), formatNanos(float64(latePercentile(r.late, 99))),
 		formatNanos(float64(latePercentile(r.late, 99.9))), formatNanos(float64(latePercentile(r.late, 99.99))), formatNanos(float64(r.maxLate)))
@@ -592,7 +632,7 @@ func (c *soakCount) Set(s string) error {
 // since, over a span.
 type soakRuntime struct {
 	heap, total, gcs, created uint64
-	gcCPU, idleCPU            float64 // seconds
+	gcCPU, idleCPU, assistCPU float64 // seconds
 	sched, pauses             *metrics.Float64Histogram
 	// Over a span only: from the histograms.
 	schedP99, schedMax, pauseMax float64 // seconds
@@ -607,6 +647,7 @@ var soakMetrics = []string{
 	"/cpu/classes/idle:cpu-seconds",
 	"/sched/latencies:seconds",
 	"/sched/pauses/total/gc:seconds",
+	"/cpu/classes/gc/mark/assist:cpu-seconds",
 }
 
 func readSoakRuntime() soakRuntime {
@@ -635,7 +676,7 @@ func readSoakRuntime() soakRuntime {
 	}
 	return soakRuntime{
 		heap: u(0), total: u(1), gcs: u(2), created: u(3),
-		gcCPU: f(4), idleCPU: f(5),
+		gcCPU: f(4), idleCPU: f(5), assistCPU: f(8),
 		sched: h(6), pauses: h(7),
 	}
 }
@@ -645,7 +686,7 @@ func (r soakRuntime) since(r0 soakRuntime) soakRuntime {
 	d := soakRuntime{
 		heap: r.heap, total: r.total,
 		gcs: r.gcs - r0.gcs, created: r.created - r0.created,
-		gcCPU: r.gcCPU - r0.gcCPU, idleCPU: r.idleCPU - r0.idleCPU,
+		gcCPU: r.gcCPU - r0.gcCPU, idleCPU: r.idleCPU - r0.idleCPU, assistCPU: r.assistCPU - r0.assistCPU,
 	}
 	sched := histDiff(r.sched, r0.sched)
 	d.schedP99, d.schedMax = histQuantile(sched, 0.99), histQuantile(sched, 1)

@@ -137,9 +137,10 @@ type soakChecker struct {
 
 	closed  atomic.Bool  // SystemTimer.Stop has returned
 	maxLate atomic.Int64 // ns
-	// intervalLate is the max lateness since the sampler last took it.
-	intervalLate atomic.Int64
-	shards       [soakShards]soakRunShard
+	// intervalLate is the max lateness since the sampler last took it;
+	// watchLate since the watcher last did (see soakWatch).
+	intervalLate, watchLate atomic.Int64
+	shards                  [soakShards]soakRunShard
 
 	counts [numSoakViolations]atomic.Int64
 
@@ -251,6 +252,7 @@ func (c *soakChecker) fire(id, gen uint32) {
 		sh.late[lateBucket(late)].Add(1)
 		soakMax(&c.maxLate, late)
 		soakMax(&c.intervalLate, late)
+		soakMax(&c.watchLate, late)
 		if late > c.lateLimit && v&soakOverdue == 0 {
 			c.violate(vLate, id, "callback ran at %s, %s after its deadline %s", soakAt(now), formatNanos(float64(late)), soakAt(dmax))
 		}
