@@ -33,7 +33,9 @@ func (st *SystemTimer) drive() {
 		}
 		// turn just settled: wakeAt is published and the incoming
 		// stacks are drained, so it is safe to sleep until the head.
+		st.sleeping.Store(true)
 		ref, _, ok := st.dq.Poll()
+		st.sleeping.Store(false)
 		if !ok {
 			return
 		}

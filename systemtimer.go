@@ -64,9 +64,10 @@ type SystemTimer struct {
 	// stacks, in ns since the epoch: it is the time of the delay queue's
 	// head, or later. AfterFunc may leave a timer due at or after wakeAt
 	// on an incoming stack instead of placing it; see shard.push.
-	wakeAt atomic.Int64
-	closed atomic.Bool
-	_      [64]byte
+	wakeAt   atomic.Int64
+	closed   atomic.Bool
+	sleeping atomic.Bool // the driver is in the delay queue's Poll
+	_        [64]byte
 
 	stopped    chan struct{} // closed when the first Stop has finished
 	driverDone chan struct{} // closed when the driver goroutine exits
@@ -122,6 +123,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		Slots:   slots,
 		Run:     runTimer,
 		Now:     st.now, // once per batch: see runTimer
+		Yield:   st.driverDue,
 		Touch:   touchTimer,
 		OnPanic: c.onPanic,
 		Stall:   min(c.tick, time.Millisecond),
@@ -160,6 +162,15 @@ func runTimer(t *Timer, b *executor.Batch) {
 	default:
 		t.f()
 	}
+}
+
+// driverDue reports whether the driver sleeps past the time it should
+// wake: then a worker yields its processor, so that the processor runs the
+// driver's timer; else the worker keeps it (see executor's loop). With a
+// clock other than the real one, the driver also wakes every millisecond
+// of real time to look at the clock: the worker yields as before.
+func (st *SystemTimer) driverDue() bool {
+	return !st.realClock || st.sleeping.Load() && st.now() >= st.wakeAt.Load()
 }
 
 // touchTimer reads the words runTimer starts with: the timer's kind and

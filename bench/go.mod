@@ -7,6 +7,7 @@ require (
 	github.com/go-timingwheel/timingwheel v0.0.0-00010101000000-000000000000
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/zeromicro/go-zero v1.10.3
+	golang.org/x/exp v0.0.0-20250911091902-df9299821621
 	gonum.org/v1/plot v0.17.0
 )
 

@@ -54,7 +54,11 @@
 //     which then takes a batch of one: when every goroutine blocks, more
 //     goroutines would most likely block too, and one per item is what
 //     keeps every item from waiting more than the stall delay, as
-//     time.AfterFunc would (it too starts a goroutine per callback).
+//     time.AfterFunc would (it too starts a goroutine per callback). Unless
+//     goroutines it has woken or started have not come for work for half
+//     the stall delay: then the CPU is what they all wait for, the stuck
+//     ones may only be descheduled, and it starts Workers more instead
+//     (see starved).
 //
 // So, as long as goroutines can be started, no item waits more than about
 // the stall delay behind items that block, whatever they do: N items that
@@ -101,7 +105,11 @@ type Config[T any] struct {
 	// Now, if set, is read once per batch into Batch.At, before its first
 	// item runs: a clock reading that Run can use for every item of the
 	// batch, instead of reading a clock per item.
-	Now     func() int64
+	Now func() int64
+	// Yield, if set, is asked every yieldEvery items whether the worker
+	// should yield its processor (runtime.Gosched); if not set, it always
+	// does. See loop.
+	Yield   func() bool
 	OnPanic func(v any)   // receives a value Run panicked with
 	Stall   time.Duration // how long work may wait behind a goroutine stuck in one item; positive
 	Manual  bool          // start no goroutines; RunQueued runs the queue (tests)
@@ -131,6 +139,7 @@ type Batch struct {
 type Pool[T any] struct {
 	run     func(T, *Batch)
 	batchAt func() int64 // Config.Now
+	yield   func() bool  // Config.Yield
 	touch   func(T) uintptr
 	onPanic func(any)
 	size    int           // Config.Workers
@@ -149,6 +158,7 @@ type Pool[T any] struct {
 	queue    ring[T]
 	idle     int    // goroutines waiting on work and not yet signalled
 	coming   int    // goroutines signalled or started and not yet back for an item
+	arrivals uint64 // goroutines that came back for an item after being signalled or started
 	gs       int    // goroutines that run items: started and not exited
 	stuck    int    // of those, the ones the watch found stuck and not back yet
 	live     int    // every goroutine of the pool, the watch's included
@@ -157,9 +167,14 @@ type Pool[T any] struct {
 	closed   bool
 	watched  []*worker[T]         // the goroutines that run items and are not stuck
 	byID     map[int64]*worker[T] // the goroutines that run items, by goroutine id
-	found    []*worker[T]         // the watch's scratch
-	stolen   []T                  // the watch's scratch
-	inSlot   []int                // goroutines running with each slot
+	// The watch's view of how promptly goroutines it woke or started
+	// come for work: the arrivals it last saw, and when it saw them move
+	// (or nothing outstanding). See starved.
+	seenArrivals uint64
+	arrivalAt    time.Duration
+	found        []*worker[T] // the watch's scratch
+	stolen       []T          // the watch's scratch
+	inSlot       []int        // goroutines running with each slot
 
 	queuedBatch Batch // RunQueued's, in the pool so that it does not escape per call; its callers take turns
 
@@ -236,6 +251,7 @@ func New[T any](c Config[T]) *Pool[T] {
 	p := &Pool[T]{
 		run:     c.Run,
 		batchAt: c.Now,
+		yield:   c.Yield,
 		touch:   c.Touch,
 		onPanic: c.OnPanic,
 		size:    c.Workers,
@@ -388,6 +404,9 @@ func (p *Pool[T]) watch() {
 // with mu held and watching set; arming when the watch was not running.
 func (p *Pool[T]) look(arming bool) {
 	now := p.now()
+	if arming || p.coming == 0 || p.arrivals != p.seenArrivals {
+		p.seenArrivals, p.arrivalAt = p.arrivals, now
+	}
 	waiting := p.queue.len() > 0
 	var longest time.Duration // in one item, of the busy goroutines
 	for _, w := range p.watched {
@@ -442,7 +461,7 @@ func (p *Pool[T]) look(arming bool) {
 	if p.queue.len() > 0 {
 		waiting = true
 		p.wake()
-		p.replace()
+		p.replace(now)
 	}
 	if waiting {
 		p.timer.Reset(max(wait, minEvery))
@@ -455,21 +474,40 @@ func (p *Pool[T]) look(arming bool) {
 // for, when stuck goroutines leave fewer than Workers making progress: as
 // many as are missing, or one per item when every goroutine is stuck.
 // Called with mu held.
-func (p *Pool[T]) replace() {
+func (p *Pool[T]) replace(now time.Duration) {
 	items := p.queue.len() - p.coming
 	if items <= 0 {
 		return
 	}
-	n := 0
-	switch going := p.gs - p.stuck; {
-	case going == 0:
-		n = items
-	case going < p.size:
-		n = min(p.size-going, items)
-	}
-	for range n {
+	for range spawns(p.gs-p.stuck, p.size, items, p.starved(now)) {
 		p.spawn()
 	}
+}
+
+// spawns returns how many goroutines to start for items waiting that no
+// goroutine is coming for, when going goroutines make progress out of the
+// size the pool keeps: one per item when none does, unless the CPU is
+// starved; else as many as are missing.
+func spawns(going, size, items int, starved bool) int {
+	switch {
+	case going == 0 && !starved:
+		return items
+	case going < size:
+		return min(size-going, items)
+	}
+	return 0
+}
+
+// starved reports whether goroutines the pool woke or started have not
+// come for work for half the stall delay: they wait for a processor. The
+// goroutines that look stuck may then be waiting for one too, descheduled
+// in an item by a GC cycle or by other goroutines taking the CPU, and not
+// blocked in it; a goroutine per waiting item would only add goroutines
+// that wait beside them (the 10-minute soak saw 12,000 of them, and the
+// driver fall a second behind). When items really block, the CPU is free
+// and a goroutine woken or started comes at once. Called with mu held.
+func (p *Pool[T]) starved(now time.Duration) bool {
+	return p.coming > 0 && now-p.arrivalAt >= p.stall/2
 }
 
 // take gives w its next batch from the queue, which must not be empty: a
@@ -502,6 +540,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 	p.mu.Lock()
 	p.byID[w.goid] = w
 	p.coming--
+	p.arrivals++
 
 	normal := false
 	defer func() {
@@ -545,6 +584,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			p.work.Wait()
 			if !p.closed {
 				p.coming--
+				p.arrivals++
 			}
 		}
 		if p.closed {
@@ -569,12 +609,20 @@ func (p *Pool[T]) loop(w *worker[T]) {
 				break
 			}
 			p.call(v, &w.b)
-			if ran++; ran%yieldEvery == 0 {
+			if ran++; ran%yieldEvery == 0 && (p.yield == nil || p.yield()) {
 				// A worker that finds work queued never blocks, and a
-				// goroutine that never enters the scheduler leaves
-				// timers, and so the driver waking from its sleep,
-				// waiting up to the preemption slice (10ms) when
-				// every P is busy.
+				// processor that runs only such goroutines runs no
+				// timers: one that is due (the SystemTimer's driver
+				// waking from its sleep) waits up to the preemption
+				// slice, 10ms. A yield lets the processor run it. But a
+				// yield puts the worker at the back of the global run
+				// queue, behind every other runnable goroutine, each
+				// with a slice of up to 10ms: when the CPU is busy,
+				// yielding every yieldEvery items starves the workers
+				// (the 10-minute soak saw their scheduling latency p99
+				// at 23-36ms, and a backlog of tens of thousands). So
+				// the worker yields only when Yield says a timer is
+				// due.
 				runtime.Gosched()
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 var (
 	soakTraceDir  = flag.String("soak-trace", "", "soak: keep a flight recorder of the execution trace and write its last seconds to this directory when callbacks run late (see -soak-trace-late)")
-	soakTraceLate = flag.Duration("soak-trace-late", 50*time.Millisecond, "soak: with -soak-trace, a callback this late makes a trace (at most -soak-traces of them, a minute apart)")
+	soakTraceLate = flag.Duration("soak-trace-late", 50*time.Millisecond, "soak: with -soak-trace, a callback this late makes a trace; each later trace needs one twice as late as the last (at most -soak-traces of them)")
 	soakTraces    = flag.Int("soak-traces", 3, "soak: with -soak-trace, the most traces written")
 )
 
@@ -48,7 +48,7 @@ func (w *soakWatch) run(st *timingwheel.SystemTimer, c *soakChecker, stop *atomi
 			defer fr.Stop()
 		}
 	}
-	var lastTrace time.Time
+	trigger := int64(*soakTraceLate)
 	t := time.NewTicker(soakWatchEvery)
 	defer t.Stop()
 	for !stop.Load() {
@@ -58,9 +58,13 @@ func (w *soakWatch) run(st *timingwheel.SystemTimer, c *soakChecker, stop *atomi
 		soakMax(&w.helpers, int64(s.Helpers))
 		soakMax(&w.lag, int64(s.Lag))
 		late := c.watchLate.Swap(0)
-		if fr != nil && late > int64(*soakTraceLate) && len(w.traces) < *soakTraces && time.Since(lastTrace) > time.Minute {
-			lastTrace = time.Now()
-			name := filepath.Join(*soakTraceDir, fmt.Sprintf("soak-%s.trace", lastTrace.UTC().Format("150405")))
+		if fr != nil && late > trigger && len(w.traces) < *soakTraces {
+			// The trace covers the seconds before this: wait a
+			// moment so that it holds the spike's end too, and raise
+			// the trigger, so that the traces catch the worst spikes.
+			time.Sleep(time.Second)
+			trigger = 2 * late
+			name := filepath.Join(*soakTraceDir, fmt.Sprintf("soak-%s.trace", time.Now().UTC().Format("150405")))
 			if err := writeTrace(fr, name); err != nil {
 				fmt.Fprintf(progress, "soak: trace: %v\n", err)
 				continue
