@@ -55,10 +55,13 @@
 //     goroutines would most likely block too, and one per item is what
 //     keeps every item from waiting more than the stall delay, as
 //     time.AfterFunc would (it too starts a goroutine per callback). Unless
-//     goroutines it has woken or started have not come for work for half
-//     the stall delay: then the CPU is what they all wait for, the stuck
-//     ones may only be descheduled, and it starts Workers more instead
-//     (see starved).
+//     the CPU is what goroutines wait for: the process used 90% of its
+//     processors over the last 2ms or more, or goroutines it has woken or
+//     started have not come for work for half the stall delay. Then the
+//     stuck ones may only be descheduled (by a GC cycle, or by other
+//     goroutines on the CPU), a goroutine per item would only add
+//     goroutines that wait beside them and convoy on the pool's lock, and
+//     it starts Workers more instead (see starved).
 //
 // So, as long as goroutines can be started, no item waits more than about
 // the stall delay behind items that block, whatever they do: N items that
@@ -73,8 +76,9 @@
 //
 // What this costs on the path of an item: nothing beyond the claim. Per
 // batch: the lock, and a clock read while the watch runs. The watch costs a
-// timer wake per quarter stall delay while work waits; it reads the
-// markers of the goroutines not stuck, holding the lock.
+// timer wake per quarter stall delay while work waits, and a system call
+// (the process's CPU time) every 2ms; it reads the markers of the
+// goroutines not stuck, holding the lock.
 //
 // # Close
 //
@@ -172,9 +176,14 @@ type Pool[T any] struct {
 	// (or nothing outstanding). See starved.
 	seenArrivals uint64
 	arrivalAt    time.Duration
-	found        []*worker[T] // the watch's scratch
-	stolen       []T          // the watch's scratch
-	inSlot       []int        // goroutines running with each slot
+	// The process's CPU time, and when the watch last read it, and
+	// whether the CPU was saturated over the span since the reading
+	// before: see saturated.
+	cpu, cpuAt time.Duration
+	busy       bool
+	found      []*worker[T] // the watch's scratch
+	stolen     []T          // the watch's scratch
+	inSlot     []int        // goroutines running with each slot
 
 	queuedBatch Batch // RunQueued's, in the pool so that it does not escape per call; its callers take turns
 
@@ -407,6 +416,7 @@ func (p *Pool[T]) look(arming bool) {
 	if arming || p.coming == 0 || p.arrivals != p.seenArrivals {
 		p.seenArrivals, p.arrivalAt = p.arrivals, now
 	}
+	p.measureCPU(now, arming)
 	waiting := p.queue.len() > 0
 	var longest time.Duration // in one item, of the busy goroutines
 	for _, w := range p.watched {
@@ -507,7 +517,33 @@ func spawns(going, size, items int, starved bool) int {
 // driver fall a second behind). When items really block, the CPU is free
 // and a goroutine woken or started comes at once. Called with mu held.
 func (p *Pool[T]) starved(now time.Duration) bool {
-	return p.coming > 0 && now-p.arrivalAt >= p.stall/2
+	return p.busy || p.coming > 0 && now-p.arrivalAt >= p.stall/2
+}
+
+// cpuSpan is the shortest span over which the watch measures how busy the
+// CPU is.
+const cpuSpan = 2 * time.Millisecond
+
+// measureCPU reads the process's CPU time, at most once per cpuSpan, and
+// sets busy if the process used 90% or more of GOMAXPROCS processors since
+// the last reading: goroutines that look stuck are then most likely
+// waiting for a processor, descheduled, not blocked in their items (which
+// leaves the CPU idle). Called by the watch with mu held: a system call per
+// cpuSpan, and only while work waits.
+func (p *Pool[T]) measureCPU(now time.Duration, arming bool) {
+	if !arming && now-p.cpuAt < cpuSpan {
+		return
+	}
+	cpu, ok := processCPU()
+	if !ok {
+		return
+	}
+	c := time.Duration(cpu)
+	if !arming {
+		span := float64(now-p.cpuAt) * float64(runtime.GOMAXPROCS(0))
+		p.busy = float64(c-p.cpu) >= 0.9*span
+	}
+	p.cpu, p.cpuAt = c, now
 }
 
 // take gives w its next batch from the queue, which must not be empty: a
