@@ -61,7 +61,10 @@
 //     stuck ones may only be descheduled (by a GC cycle, or by other
 //     goroutines on the CPU), a goroutine per item would only add
 //     goroutines that wait beside them and convoy on the pool's lock, and
-//     it starts Workers more instead (see starved).
+//     it starts Workers more instead (see starved). Nor for goroutines
+//     stuck less than twice the runtime's recent scheduling latency (p99):
+//     on a loaded machine, a goroutine commonly waits that long for a
+//     processor (see measureSched).
 //
 // So, as long as goroutines can be started, no item waits more than about
 // the stall delay behind items that block, whatever they do: N items that
@@ -90,8 +93,10 @@ package executor
 import (
 	"cmp"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -181,6 +186,12 @@ type Pool[T any] struct {
 	// before: see saturated.
 	cpu, cpuAt time.Duration
 	busy       bool
+	// The runtime's recent scheduling latency, p99 (see measureSched),
+	// and what it is measured from.
+	sched      time.Duration
+	schedAt    time.Duration
+	schedHist  []metrics.Sample
+	schedCount []uint64
 	found      []*worker[T] // the watch's scratch
 	stolen     []T          // the watch's scratch
 	inSlot     []int        // goroutines running with each slot
@@ -417,6 +428,7 @@ func (p *Pool[T]) look(arming bool) {
 		p.seenArrivals, p.arrivalAt = p.arrivals, now
 	}
 	p.measureCPU(now, arming)
+	p.measureSched(now)
 	waiting := p.queue.len() > 0
 	var longest time.Duration // in one item, of the busy goroutines
 	for _, w := range p.watched {
@@ -471,7 +483,7 @@ func (p *Pool[T]) look(arming bool) {
 	if p.queue.len() > 0 {
 		waiting = true
 		p.wake()
-		p.replace(now)
+		p.replace(now, longest)
 	}
 	if waiting {
 		p.timer.Reset(max(wait, minEvery))
@@ -484,12 +496,15 @@ func (p *Pool[T]) look(arming bool) {
 // for, when stuck goroutines leave fewer than Workers making progress: as
 // many as are missing, or one per item when every goroutine is stuck.
 // Called with mu held.
-func (p *Pool[T]) replace(now time.Duration) {
+func (p *Pool[T]) replace(now, longest time.Duration) {
 	items := p.queue.len() - p.coming
 	if items <= 0 {
 		return
 	}
-	for range spawns(p.gs-p.stuck, p.size, items, p.starved(now)) {
+	// A goroutine per item only for goroutines stuck longer than a
+	// goroutine commonly waits for a processor right now.
+	starved := p.starved(now) || longest < 2*p.sched
+	for range spawns(p.gs-p.stuck, p.size, items, starved) {
 		p.spawn()
 	}
 }
@@ -518,6 +533,55 @@ func spawns(going, size, items int, starved bool) int {
 // and a goroutine woken or started comes at once. Called with mu held.
 func (p *Pool[T]) starved(now time.Duration) bool {
 	return p.busy || p.coming > 0 && now-p.arrivalAt >= p.stall/2
+}
+
+// schedSpan is how often the watch reads the runtime's scheduling latency.
+const schedSpan = 10 * time.Millisecond
+
+// measureSched sets sched to the p99 of the scheduling latency (runnable to
+// running) of the goroutines the runtime scheduled since the last reading,
+// at most once per schedSpan, from runtime/metrics' histogram. On a loaded
+// machine a goroutine commonly waits for a processor longer than the stall
+// delay: a GC cycle stops the world for milliseconds, a goroutine that
+// yields queues behind others' 10ms slices. A goroutine descheduled for
+// that long looks stuck, but is not blocked; replace starts a goroutine per
+// item only for goroutines stuck twice that long. In an idle process, as in
+// a test bubble, sched is about zero and changes nothing. Called by the
+// watch with mu held, only while work waits.
+func (p *Pool[T]) measureSched(now time.Duration) {
+	if now-p.schedAt < schedSpan && p.schedAt != 0 {
+		return
+	}
+	p.schedAt = now
+	if p.schedHist == nil {
+		p.schedHist = []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	}
+	metrics.Read(p.schedHist)
+	if p.schedHist[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return
+	}
+	h := p.schedHist[0].Value.Float64Histogram()
+	if len(p.schedCount) != len(h.Counts) {
+		p.schedCount = slices.Clone(h.Counts)
+		return
+	}
+	var n uint64
+	for i, c := range h.Counts {
+		n += c - p.schedCount[i]
+	}
+	if n < 100 {
+		return // too few to tell: keep the last figure
+	}
+	rank, seen := n-n/100, uint64(0)
+	for i, c := range h.Counts {
+		if seen += c - p.schedCount[i]; seen >= rank {
+			if b := h.Buckets[i+1]; !math.IsInf(b, 1) {
+				p.sched = time.Duration(b * float64(time.Second))
+			}
+			break
+		}
+	}
+	copy(p.schedCount, h.Counts)
 }
 
 // cpuSpan is the shortest span over which the watch measures how busy the
