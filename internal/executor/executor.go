@@ -54,7 +54,8 @@
 //     which then takes a batch of one: when every goroutine blocks, more
 //     goroutines would most likely block too, and one per item is what
 //     keeps every item from waiting more than the stall delay, as
-//     time.AfterFunc would (it too starts a goroutine per callback). Unless
+//     time.AfterFunc would (it too starts a goroutine per callback), up to
+//     maxExtra (256) goroutines beyond Workers (see maxExtra). Unless
 //     the CPU is what goroutines wait for: the process used 90% of its
 //     processors over the last 2ms or more, or goroutines it has woken or
 //     started have not come for work for half the stall delay. Then the
@@ -504,19 +505,31 @@ func (p *Pool[T]) replace(now, longest time.Duration) {
 	// A goroutine per item only for goroutines stuck longer than a
 	// goroutine commonly waits for a processor right now.
 	starved := p.starved(now) || longest < 2*p.sched
-	for range spawns(p.gs-p.stuck, p.size, items, starved) {
+	for range spawns(p.gs-p.stuck, p.size, items, starved, p.gs-p.size) {
 		p.spawn()
 	}
 }
 
+// maxExtra bounds the goroutines the pool runs beyond Workers. A goroutine
+// per blocked item needs as many; but a goroutine that only looks blocked,
+// descheduled at the start of a GC cycle, does not, and thousands of
+// goroutines that all take work through the pool's lock convoy on it when
+// the CPU is short: the 10-minute soak saw 9,000 of them, their scheduling
+// latency p99 at 250ms, and the driver a second behind, waiting for the
+// lock to submit. So up to maxExtra items that block at once start within
+// the stall delay; more wait for one of them to return, or for the next
+// stall delay, as with time.AfterFunc's goroutines they wait for the CPU.
+const maxExtra = 256
+
 // spawns returns how many goroutines to start for items waiting that no
 // goroutine is coming for, when going goroutines make progress out of the
-// size the pool keeps: one per item when none does, unless the CPU is
-// starved; else as many as are missing.
-func spawns(going, size, items int, starved bool) int {
+// size the pool keeps, and extra run beyond it: one per item when none
+// makes progress, unless the CPU is starved, up to maxExtra extra; else as
+// many as are missing.
+func spawns(going, size, items int, starved bool, extra int) int {
 	switch {
 	case going == 0 && !starved:
-		return items
+		return max(0, min(items, maxExtra-extra))
 	case going < size:
 		return min(size-going, items)
 	}

@@ -538,17 +538,22 @@ func TestSpawnsWhenStarved(t *testing.T) {
 	for _, c := range []struct {
 		going, size, items int
 		starved            bool
+		extra              int
 		want               int
 	}{
-		{0, 8, 200, false, 200},
-		{0, 8, 200, true, 8},
-		{0, 8, 3, true, 3},
-		{3, 8, 200, false, 5},
-		{3, 8, 200, true, 5},
-		{8, 8, 200, false, 0},
+		{0, 8, 200, false, 0, 200},
+		{0, 8, 200, true, 0, 8},
+		{0, 8, 3, true, 0, 3},
+		{3, 8, 200, false, 0, 5},
+		{3, 8, 200, true, 0, 5},
+		{8, 8, 200, false, 0, 0},
+		{0, 8, 5000, false, 0, maxExtra},         // bounded
+		{0, 8, 5000, false, maxExtra - 10, 10},   // what is left
+		{0, 8, 5000, false, maxExtra + 3, 0},     // none left
+		{0, 2, 5000, false, maxExtra + 3 - 2, 2}, // ... but Workers kept going
 	} {
-		if got := spawns(c.going, c.size, c.items, c.starved); got != c.want {
-			t.Errorf("spawns(going=%d, size=%d, items=%d, starved=%v) = %d, want %d", c.going, c.size, c.items, c.starved, got, c.want)
+		if got := spawns(c.going, c.size, c.items, c.starved, c.extra); got != c.want {
+			t.Errorf("spawns(going=%d, size=%d, items=%d, starved=%v, extra=%d) = %d, want %d", c.going, c.size, c.items, c.starved, c.extra, got, c.want)
 		}
 	}
 	p := &Pool[int]{stall: time.Millisecond}
