@@ -40,8 +40,10 @@
 // at once and adds each one again: a timer from a higher level cascades into
 // a lower one, and a timer of level 0 is due and goes to the executor pool.
 // A bucket of a higher level expires a quarter of its width early, and the
-// driver cascades its timers a chunk at a time between due buckets, so
-// cascading a bucket of a million timers holds up no callback.
+// driver cascades its timers a chunk at a time between due buckets: back to
+// back once they are due within a second, and before that at a pace of a
+// chunk a millisecond, sleeping in between, so cascading a bucket of a
+// million timers holds up no callback and takes no processor from them.
 //
 // Timers are spread by address over a few shards, each a complete wheel
 // hierarchy with its own lock, so that goroutines on different cores rarely

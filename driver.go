@@ -2,7 +2,6 @@ package timingwheel
 
 import (
 	"math"
-	"runtime"
 	"time"
 )
 
@@ -69,38 +68,57 @@ func (st *SystemTimer) turn() bool {
 		st.handle(ref)
 		return true
 	}
-	if !st.cascadeChunk(math.MaxInt64) {
-		return false
+	// Lists due within cascadePaceSlack: back to back.
+	now := st.now()
+	if st.cascadeChunk(floorDiv(now, st.tick) + int64(cascadePaceSlack)/st.tick) {
+		return true
 	}
-	st.yieldIfEarly()
-	return true
+	return st.paceCascade(now)
 }
 
-// cascadeYieldSlack is how far ahead of its first deadline a cascade list
-// must be for the driver to yield its P between chunks.
-const cascadeYieldSlack = time.Second
+// cascadePaceSlack is how far ahead of its first deadline a cascade list
+// is re-placed at a pace, not back to back; cascadePace the pace: one
+// chunk (replaceChunk timers) per cascadePace.
+const (
+	cascadePaceSlack = time.Second
+	cascadePace      = time.Millisecond
+)
 
-// yieldIfEarly yields the processor if every cascade list is due more than
-// cascadeYieldSlack from now. A list from level 2 or above is re-placed a
-// quarter of its bucket's width ahead (65 s at the defaults) and may hold
-// millions of timers: without the yield, the driver holds a P for the
-// whole list, and on a busy machine the workers fall behind by as much
-// (a 10-minute soak saw callbacks 1 s late when such a list came due in
-// a GC cycle). Closer to the deadline, it does not yield: the list must be
-// placed before its timers are due, and a level-1 list (128 ms ahead at
-// the defaults) never waits for other goroutines.
-func (st *SystemTimer) yieldIfEarly() {
+// paceCascade re-places a chunk of a cascade list due later than
+// cascadePaceSlack, if the last chunk was cascadePace ago, and else has the
+// delay queue wake the driver then. It reports whether it re-placed one.
+//
+// A list from level 2 or above is re-placed a quarter of its bucket's
+// width ahead (65s at the defaults) and may hold millions of timers. Back
+// to back, the driver would hold a processor for the whole list, and the
+// workers fall behind (a 10-minute soak saw callbacks a second late when
+// such a list came due in a GC cycle). Yielding the processor between
+// chunks (runtime.Gosched) was worse under load: each yield queued the
+// driver behind other goroutines' 10ms slices, thousands of times, and due
+// buckets waited for it (driver lag 292ms in the soak). Paced, the driver
+// sleeps in the delay queue between chunks, where a due bucket wakes it at
+// once: 256k timers a second, so a million take 4s of a 65s lead, at a few
+// percent of a core.
+func (st *SystemTimer) paceCascade(now int64) bool {
 	due := int64(math.MaxInt64)
 	for i := range st.shards {
 		due = min(due, st.shards[i].cascadeDue)
 	}
 	if due == math.MaxInt64 {
-		return
+		return false
 	}
-	slack := int64(cascadeYieldSlack) / st.tick
-	if due-floorDiv(st.now(), st.tick) > slack {
-		runtime.Gosched()
+	if now >= st.nextPace {
+		st.nextPace = now + int64(cascadePace)
+		return st.cascadeChunk(math.MaxInt64)
 	}
+	if !st.paceQueued {
+		// A ref without a bucket: handle only lets turn run again.
+		at := ceilDiv(st.nextPace, st.tick)
+		if _, err := st.dq.Push(bucketRef{exp: at}, st.tickTime(at)); err == nil {
+			st.paceQueued = true
+		}
+	}
+	return false
 }
 
 // handle expires a bucket the delay queue gave up, unless cascade lists
@@ -110,6 +128,10 @@ func (st *SystemTimer) yieldIfEarly() {
 // cascade timer the wheel time has passed would be due the moment it is
 // placed, out of deadline order.
 func (st *SystemTimer) handle(ref bucketRef) {
+	if ref.b == nil {
+		st.paceQueued = false // the pace of a cascade: see paceCascade
+		return
+	}
 	if st.cascadeChunk(ref.exp) {
 		// Once the queue is closed the push fails, and Stop collects
 		// the bucket's timers.

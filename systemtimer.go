@@ -74,6 +74,11 @@ type SystemTimer struct {
 	manual     bool
 
 	batch []*Timer // the driver's scratch space for due timers
+	// The driver's own: when it next re-places a chunk of a cascade list
+	// due later than cascadePaceSlack, in ns since the epoch, and whether
+	// the delay queue holds the ref that wakes it then.
+	nextPace   int64
+	paceQueued bool
 }
 
 // New returns a running SystemTimer, or an error naming the first invalid

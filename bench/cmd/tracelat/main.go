@@ -40,6 +40,61 @@ type stats struct {
 	waits      []time.Duration // runnable → running
 	running    time.Duration
 	assist     time.Duration
+	longest    []stretch                // the longest times running without a stop, longest first
+	blocked    map[string]time.Duration // by the reason it stopped running
+	runnable   time.Duration
+}
+
+// A stretch is a time a goroutine ran without stopping, and how it
+// stopped.
+type stretch struct {
+	d     time.Duration
+	end   trace.Time
+	stack string // where it stopped: its innermost frames
+}
+
+// topStretches is how many of a kind's longest stretches -top prints.
+var topStretches = flag.Int("top", 0, "print each kind's longest runs without a stop, this many, with where they stopped")
+
+func (s *stats) addStretch(st stretch) {
+	if *topStretches == 0 {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(s.longest, st, func(a, b stretch) int { return -cmpDur(a.d, b.d) })
+	s.longest = slices.Insert(s.longest, i, st)
+	if len(s.longest) > *topStretches {
+		s.longest = s.longest[:*topStretches]
+	}
+}
+
+func cmpDur(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// frames formats the innermost frames of a stack.
+func frames(st trace.Stack, n int) string {
+	var b strings.Builder
+	for f := range st.Frames() {
+		if n == 0 {
+			break
+		}
+		n--
+		if b.Len() > 0 {
+			b.WriteString(" < ")
+		}
+		fn := f.Func
+		if i := strings.LastIndex(fn, "/"); i >= 0 {
+			fn = fn[i+1:]
+		}
+		b.WriteString(fn)
+	}
+	return b.String()
 }
 
 func main() {
@@ -71,6 +126,8 @@ func run(r io.Reader, w io.Writer) error {
 	}
 	kind := map[trace.GoID]string{}
 	since := map[trace.GoID]trace.Time{} // runnable since, or running since
+	blockedBy := map[trace.GoID]string{} // why it stopped running, while waiting
+	blockedAt := map[trace.GoID]trace.Time{}
 	assistFrom := map[trace.GoID]trace.Time{}
 	byKind := map[string]*stats{}
 	get := func(g trace.GoID) *stats {
@@ -122,6 +179,19 @@ func run(r io.Reader, w io.Writer) error {
 			g := st.Resource.Goroutine()
 			classify(g, st.Stack)
 			from, to := st.Goroutine()
+			if from == trace.GoWaiting {
+				if t, ok := blockedAt[g]; ok {
+					s := get(g)
+					if s.blocked == nil {
+						s.blocked = map[string]time.Duration{}
+					}
+					s.blocked[blockedBy[g]] += ev.Time().Sub(t)
+					delete(blockedAt, g)
+				}
+			}
+			if to == trace.GoWaiting {
+				blockedBy[g], blockedAt[g] = st.Reason, ev.Time()
+			}
 			switch {
 			case to == trace.GoRunnable:
 				since[g] = ev.Time()
@@ -130,12 +200,15 @@ func run(r io.Reader, w io.Writer) error {
 					if t, ok := since[g]; ok {
 						s := get(g)
 						s.waits = append(s.waits, ev.Time().Sub(t))
+						s.runnable += ev.Time().Sub(t)
 					}
 				}
 				since[g] = ev.Time()
 			case from == trace.GoRunning:
 				if t, ok := since[g]; ok {
-					get(g).running += ev.Time().Sub(t)
+					s := get(g)
+					s.running += ev.Time().Sub(t)
+					s.addStretch(stretch{ev.Time().Sub(t), ev.Time(), st.Reason + ": " + frames(st.Stack, 4)})
 				}
 				delete(since, g)
 			}
@@ -172,6 +245,28 @@ func run(r io.Reader, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  %-14s %10d %9d %9s %9s %9s %9s %10v %10v\n", k, len(s.goroutines), len(s.waits),
 			q(0.5), q(0.99), q(0.999), q(1), s.running.Round(time.Millisecond), s.assist.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "\ntime not running, by why (runnable: waiting for a processor)\n")
+	for _, k := range names {
+		s := byKind[k]
+		parts := []string{"runnable " + s.runnable.Round(time.Millisecond).String()}
+		reasons := make([]string, 0, len(s.blocked))
+		for r := range s.blocked {
+			reasons = append(reasons, r)
+		}
+		slices.SortFunc(reasons, func(a, b string) int { return -cmpDur(s.blocked[a], s.blocked[b]) })
+		for _, r := range reasons {
+			parts = append(parts, fmt.Sprintf("%s %v", r, s.blocked[r].Round(time.Millisecond)))
+		}
+		fmt.Fprintf(w, "  %-14s %s\n", k, strings.Join(parts, ", "))
+	}
+	if *topStretches > 0 {
+		fmt.Fprintf(w, "\nlongest runs without a stop (ending at, from the trace's start)\n")
+		for _, k := range names {
+			for _, st := range byKind[k].longest {
+				fmt.Fprintf(w, "  %-14s %9v at %8v  %s\n", k, st.d.Round(time.Microsecond), st.end.Sub(first).Round(time.Millisecond), st.stack)
+			}
+		}
 	}
 	return nil
 }
