@@ -42,6 +42,7 @@ var (
 	soakHeapTolerance  = flag.Float64("soak-heap-tolerance", 0.10, "soak: fail if the live heap at the end differs from the baseline by more than this fraction of it (plus 8 MiB)")
 	soakGoroutineSlack = flag.Int("soak-goroutine-slack", 8, "soak: fail if the goroutines at the end (the fewest of the last three samples) differ from the baseline by more than this")
 	soakChurners       = flag.Int("soak-churners", 2, "soak: goroutines making the churn calls")
+	soakWorkers        = flag.Int("soak-workers", 0, "soak: timingwheel.WithWorkers for the SystemTimer (0: the default)")
 )
 
 // soakTick is the SystemTimer's tick: New's default, made explicit because
@@ -230,9 +231,13 @@ func runSoak(cfg soakConfig, progress io.Writer) *soakResult {
 	soakCurrent = c // before any timer can fire
 	cleanHeap()
 	res.gorBefore = runtime.NumGoroutine()
-	st, err := timingwheel.New(timingwheel.WithTick(soakTick), timingwheel.WithPanicHandler(func(v any) {
+	opts := []timingwheel.Option{timingwheel.WithTick(soakTick)}
+	if *soakWorkers > 0 {
+		opts = append(opts, timingwheel.WithWorkers(*soakWorkers))
+	}
+	st, err := timingwheel.New(append(opts, timingwheel.WithPanicHandler(func(v any) {
 		c.note(vAPI, "a callback panicked: %v", v)
-	}))
+	}))...)
 	if err != nil {
 		res.failures = append(res.failures, "timingwheel.New: "+err.Error())
 		return res
@@ -501,7 +506,12 @@ func (r *soakResult) write(w io.Writer) {
 	fmt.Fprintf(w, "  date      %s\n", r.date.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "  cpu       %s, %d CPUs, GOMAXPROCS=%d\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "  go        %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(w, "  timer     timingwheel.New(WithTick(%v), WithPanicHandler(a violation)), other options default\n", soakTick)
+	workers := "default"
+	if *soakWorkers > 0 {
+		workers = fmt.Sprint(*soakWorkers)
+	}
+	fmt.Fprintf(w, "  timer     timingwheel.New(WithTick(%v), WithPanicHandler(a violation)), workers %s, other options default; GOGC=%s GOMEMLIMIT=%s\n",
+		soakTick, workers, cmpOr(os.Getenv("GOGC"), "default"), cmpOr(os.Getenv("GOMEMLIMIT"), "default"))
 	fmt.Fprintf(w, "  pending   %s timers, delays log-uniform in [%v, %v], armed in %.1fs; refilled as they fire, %d%% of steps replace one\n",
 		formatCount(cfg.pending), cfg.pendingMin, cfg.pendingMax, r.setup.Seconds(), soakMixReplace)
 	fmt.Fprintf(w, "  churn     target %s calls/s (AfterFunc, Stop, Reset) for %v by %d goroutines, over %s slots;\n",
@@ -727,4 +737,12 @@ func histQuantile(h *metrics.Float64Histogram, q float64) float64 {
 		rank -= c
 	}
 	return 0
+}
+
+// cmpOr returns s, or def if s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
