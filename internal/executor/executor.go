@@ -55,7 +55,8 @@
 //     goroutines would most likely block too, and one per item is what
 //     keeps every item from waiting more than the stall delay, as
 //     time.AfterFunc would (it too starts a goroutine per callback), up to
-//     maxExtra (256) goroutines beyond Workers (see maxExtra). Unless
+//     maxExtra (256) goroutines beyond Workers, then Workers more per
+//     look (see maxExtra). Unless
 //     the CPU is what goroutines wait for: the process used 90% of its
 //     processors over the last 2ms or more, or goroutines it has woken or
 //     started have not come for work for half the stall delay. Then the
@@ -524,12 +525,14 @@ const maxExtra = 256
 // spawns returns how many goroutines to start for items waiting that no
 // goroutine is coming for, when going goroutines make progress out of the
 // size the pool keeps, and extra run beyond it: one per item when none
-// makes progress, unless the CPU is starved, up to maxExtra extra; else as
-// many as are missing.
+// makes progress, unless the CPU is starved, up to maxExtra extra (then
+// Workers more); else as many as are missing.
 func spawns(going, size, items int, starved bool, extra int) int {
 	switch {
 	case going == 0 && !starved:
-		return max(0, min(items, maxExtra-extra))
+		// Past maxExtra, Workers more per look, as when starved: items
+		// that all block never wait for ever.
+		return max(min(items, maxExtra-extra), min(size, items))
 	case going < size:
 		return min(size-going, items)
 	}

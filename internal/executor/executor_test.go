@@ -549,8 +549,8 @@ func TestSpawnsWhenStarved(t *testing.T) {
 		{8, 8, 200, false, 0, 0},
 		{0, 8, 5000, false, 0, maxExtra},         // bounded
 		{0, 8, 5000, false, maxExtra - 10, 10},   // what is left
-		{0, 8, 5000, false, maxExtra + 3, 0},     // none left
-		{0, 2, 5000, false, maxExtra + 3 - 2, 2}, // ... but Workers kept going
+		{0, 8, 5000, false, maxExtra + 3, 8},     // none left: Workers more
+		{0, 2, 5000, false, maxExtra + 3 - 2, 2}, // ... never none
 	} {
 		if got := spawns(c.going, c.size, c.items, c.starved, c.extra); got != c.want {
 			t.Errorf("spawns(going=%d, size=%d, items=%d, starved=%v, extra=%d) = %d, want %d", c.going, c.size, c.items, c.starved, c.extra, got, c.want)

@@ -32,8 +32,7 @@ const soakWatchEvery = 10 * time.Millisecond
 type soakWatch struct {
 	backlog, helpers, lag atomic.Int64 // the max since last taken
 
-	traces  []string // written, by the watcher
-	traceMu atomic.Bool
+	traces []string // written, by the watcher
 }
 
 // run samples st until stop is set; c feeds the trace trigger.
