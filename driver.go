@@ -13,14 +13,17 @@ import (
 //     due, and goes to the executor, unless the clock went backwards.
 //   - A due bucket of a higher level: such a bucket expires a quarter of
 //     its width early (see shard.place), so its timers are not due yet.
-//     Its list goes to the shard's cascade list, which the driver re-places
-//     a chunk at a time whenever no bucket is due.
+//     Its list goes to one of the shard's two cascade lists, near (from
+//     level 1, due within 128ms at the defaults) or far (from the levels
+//     above, due a minute or more ahead), which the driver re-places a
+//     chunk at a time whenever no bucket is due: back to back when the list
+//     may hold a timer due within a second, else at a pace (paceCascade).
 //
 // Before any bucket expiring at tick e is handled, every cascade list that
 // may hold a timer due by e is re-placed, so the wheel time never passes a
 // timer that is not placed yet, and timers fire in deadline order, tick by
-// tick, even when the driver falls behind. The driver never sleeps
-// while a cascade list holds timers.
+// tick, even when the driver falls behind. The driver sleeps while a
+// cascade list holds timers only between the chunks of a paced one.
 
 // drive is the driver goroutine. It runs until the delay queue is closed.
 func (st *SystemTimer) drive() {
@@ -98,11 +101,15 @@ const (
 // buckets waited for it (driver lag 292ms in the soak). Paced, the driver
 // sleeps in the delay queue between chunks, where a due bucket wakes it at
 // once: 256k timers a second, so a million take 4s of a 65s lead, at a few
-// percent of a core.
+// percent of a core. Near lists are kept apart from far ones: in one list,
+// the first level-1 bucket to expire after a level-2 one made the whole
+// list due within the second, and the driver re-placed the far timers back
+// to back after all (callbacks 130–350ms late at each level-2 expiry of the
+// soak; TestFarCascadeStaysPacedWhenANearListJoins).
 func (st *SystemTimer) paceCascade(now int64) bool {
 	due := int64(math.MaxInt64)
 	for i := range st.shards {
-		due = min(due, st.shards[i].cascadeDue)
+		due = min(due, st.shards[i].cascadeDue[0], st.shards[i].cascadeDue[1])
 	}
 	if due == math.MaxInt64 {
 		return false
@@ -160,9 +167,10 @@ func (st *SystemTimer) expire(ref bucketRef) {
 	b.queued = notQueued
 	sh.advance(ref.exp)
 	if ref.lv.index > 0 {
-		sh.cascadeDue = min(sh.cascadeDue, b.minD)
+		i := min(ref.lv.index, 2) - 1 // near (level 1) or far
+		sh.cascadeDue[i] = min(sh.cascadeDue[i], b.minD)
 		b.minD = math.MaxInt64
-		b.root.moveAllTo(&sh.cascade)
+		b.root.moveAllTo(&sh.cascade[i])
 		sh.mu.Unlock()
 		return
 	}
@@ -173,24 +181,26 @@ func (st *SystemTimer) expire(ref bucketRef) {
 	st.replace(sh, &sh.transit, true)
 }
 
-// cascadeChunk re-places one chunk of the cascade list of the shard whose
-// list is due first, if that is due by tick limit. It reports whether it
-// did anything.
+// cascadeChunk re-places one chunk of the cascade list due first, of any
+// shard, if that is due by tick limit. It reports whether it did anything.
 func (st *SystemTimer) cascadeChunk(limit int64) bool {
 	var first *shard
+	fi := 0
 	for i := range st.shards {
 		sh := &st.shards[i]
-		if sh.cascadeDue == math.MaxInt64 || sh.cascadeDue > limit {
-			continue // empty, or nothing due by limit
-		}
-		if first == nil || sh.cascadeDue < first.cascadeDue {
-			first = sh
+		for j, due := range sh.cascadeDue {
+			if due == math.MaxInt64 || due > limit {
+				continue // empty, or nothing due by limit
+			}
+			if first == nil || due < first.cascadeDue[fi] {
+				first, fi = sh, j
+			}
 		}
 	}
 	if first == nil {
 		return false
 	}
-	st.replace(first, &first.cascade, false)
+	st.replace(first, &first.cascade[fi], false)
 	return true
 }
 
@@ -253,7 +263,8 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		clear(batch[len(fired):])
 		batch = fired
 		sh.stats.fired += uint64(len(batch) - due)
-		if list == &sh.cascade {
+		ci := sh.cascadeIndex(list)
+		if ci >= 0 {
 			sh.stats.cascaded += uint64(n)
 		} else {
 			// Each timer of an expired level-0 bucket is due, unless it
@@ -265,8 +276,8 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 			list.lane[l].next, cur[l].prev = cur[l], &list.lane[l]
 		}
 		done := list.empty()
-		if done && list == &sh.cascade {
-			sh.cascadeDue = math.MaxInt64
+		if done && ci >= 0 {
+			sh.cascadeDue[ci] = math.MaxInt64
 		}
 		sh.unlock()
 		if len(batch) > 0 {
@@ -279,6 +290,16 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		}
 	}
 	st.batch = batch
+}
+
+// cascadeIndex returns i if list is sh.cascade[i], else -1.
+func (sh *shard) cascadeIndex(list *lanes) int {
+	for i := range sh.cascade {
+		if list == &sh.cascade[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 // settle publishes wakeAt, then drains every shard's incoming stack. The

@@ -521,3 +521,64 @@ func TestResetRacesDriver(t *testing.T) {
 		}
 	})
 }
+
+// TestFarCascadeStaysPacedWhenANearListJoins: a level-2 bucket expires a
+// quarter of its width (65s) early and its list, hundreds of thousands of
+// timers in the soak, is re-placed at a pace. Level-1 lists, due within
+// 128ms, are re-placed back to back. Both went into one cascade list per
+// shard, so the first level-1 bucket to expire after a level-2 one made the
+// whole merged list urgent: the driver re-placed every far timer back to
+// back before the next due bucket, and callbacks ran 130–350ms late at
+// every level-2 expiry of the 10-minute soak while the runtime's own
+// timers were 12–16ms late.
+func TestFarCascadeStaysPacedWhenANearListJoins(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	const far = 3000
+	var fired atomic.Int64
+	start := fc.Now()
+	// Level-2 bucket 1: [262.144s, 524.288s), expiring at 196.608s.
+	for i := range far {
+		d := 300*time.Second + time.Duration(i)*50*time.Millisecond
+		_, err := st.AfterFunc(d, func() {
+			require.False(t, fc.Now().Before(start.Add(d)), "early")
+			fired.Add(1)
+		})
+		require.NoError(t, err)
+	}
+	// A level-1 bucket, [197.12s, 197.632s), expiring 128ms early.
+	const near = 10
+	for range near {
+		_, err := st.AfterFunc(197500*time.Millisecond, func() { fired.Add(1) })
+		require.NoError(t, err)
+	}
+	st.step()
+	require.Zero(t, st.Stats().Cascaded)
+
+	fc.Add(196609 * time.Millisecond) // the level-2 bucket expires
+	st.step()
+	afterFar := st.Stats().Cascaded
+	assert.LessOrEqual(t, afterFar, uint64(2*replaceChunk), "the far list is paced")
+
+	fc.Add(390 * time.Millisecond) // 196.999s: the level-1 bucket expires
+	st.step()
+	cascaded := st.Stats().Cascaded
+	assert.GreaterOrEqual(t, cascaded-afterFar, uint64(near), "the near list is re-placed at once")
+	assert.Less(t, cascaded, uint64(far/4), "the far list stays paced when a near one joins")
+
+	fc.Add(time.Second) // 197.999s: the near timers are due
+	st.step()
+	assert.Equal(t, int64(near), fired.Load())
+	// The pace: a chunk a millisecond, and then nothing is left to cascade.
+	for range far / replaceChunk {
+		fc.Add(time.Millisecond)
+		st.step()
+	}
+	assert.Equal(t, uint64(far+near), st.Stats().Cascaded, "paced to the end")
+	for fc.Now().Sub(start) < 460*time.Second {
+		fc.Add(10 * time.Second)
+		st.step()
+	}
+	assert.Equal(t, int64(near+far), fired.Load())
+	assert.Zero(t, st.Len())
+}

@@ -465,7 +465,8 @@ func (st *SystemTimer) Stop() []*Timer {
 			}
 		}
 		collect(&sh.transit)
-		collect(&sh.cascade)
+		collect(&sh.cascade[0])
+		collect(&sh.cascade[1])
 		collect(&sh.never)
 		for _, lv := range sh.levels {
 			lv.eachBucket(func(_ int, b *bucket) { collect(&b.root) })

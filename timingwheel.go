@@ -51,18 +51,23 @@ type shard struct {
 	c0      int64
 	levels  []*level
 	transit lanes // timers of an expired level-0 bucket, not yet re-placed
-	cascade lanes // timers of expired upper-level buckets, not yet re-placed
+	// Timers of expired upper-level buckets, not yet re-placed: those of
+	// level 1 (near, due within a quarter bucket, re-placed back to back)
+	// and those of the levels above (far, re-placed at a pace). Kept apart:
+	// one list would make a far list as urgent as the first near list to
+	// join it (see paceCascade).
+	cascade [2]lanes
 	never   lanes // timers due at neverTick: no bucket expiry reaches them
 	count   int   // pending timers: linked in a bucket or a list above
 	stats   shardStats
 	closed  bool // the SystemTimer has stopped
 	wakeDQ  bool // a push made a new delay queue head; wake the poller after unlocking
 
-	// cascadeDue is the earliest tick at which a timer of the cascade list
+	// cascadeDue[i] is the earliest tick at which a timer of cascade[i]
 	// may be due, or math.MaxInt64 when the list is empty. Only the
 	// driver reads and writes it (it may stay low after Stop empties the
 	// list: that only makes the driver look sooner).
-	cascadeDue int64
+	cascadeDue [2]int64
 
 	st *SystemTimer // immutable
 
@@ -72,9 +77,11 @@ type shard struct {
 func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
 	sh.transit.init(make([]Timer, numLanes))
-	sh.cascade.init(make([]Timer, 1))
+	for i := range sh.cascade {
+		sh.cascade[i].init(make([]Timer, 1))
+		sh.cascadeDue[i] = math.MaxInt64
+	}
 	sh.never.init(make([]Timer, 1))
-	sh.cascadeDue = math.MaxInt64
 	sh.c0 = floorDiv(st.now(), st.tick)
 	sh.addLevel()
 }
@@ -383,8 +390,10 @@ func (sh *shard) checkInvariants() error {
 	if err := checkLanes(&sh.transit, func() string { return "transit" }); err != nil {
 		return err
 	}
-	if err := checkLanes(&sh.cascade, func() string { return "cascade" }); err != nil {
-		return err
+	for i := range sh.cascade {
+		if err := checkLanes(&sh.cascade[i], func() string { return fmt.Sprintf("cascade[%d]", i) }); err != nil {
+			return err
+		}
 	}
 	if err := checkLanes(&sh.never, func() string { return "never" }); err != nil {
 		return err
