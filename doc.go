@@ -99,11 +99,20 @@
 // long. While callbacks wait, the pool watches for stuck workers; it takes
 // back the callbacks queued behind them and starts goroutines, so that
 // [WithWorkers] goroutines make progress, or, when every goroutine is stuck,
-// one goroutine per waiting callback, as [time.AfterFunc] would. So a
+// one goroutine per waiting callback, as [time.AfterFunc] would, up to 256
+// beyond WithWorkers, and then WithWorkers more per stall delay. Unless the
+// CPU is what the goroutines wait for: the process used 90% of its
+// processors over the last 2ms, goroutines the pool woke have not come for
+// work within half the stall delay, or the stuck ones have been in their
+// callback less than twice the runtime's recent scheduling latency (p99).
+// Then a goroutine that looks stuck is more likely descheduled (by a GC
+// cycle, by other goroutines) than blocked, more goroutines would only queue
+// for the CPU beside it, and the pool starts WithWorkers more. So a
 // callback that blocks, or takes seconds, holds up other callbacks by at
 // most about the stall delay, whatever they do, as long as goroutines can
-// be started: N callbacks due in one tick that all block all start within a
-// tick plus the stall delay of their deadline. The goroutines added exit
+// be started and the CPU is not saturated: N callbacks due in one tick that
+// all block, N up to 256, all start within a tick plus the stall delay of
+// their deadline. The goroutines added exit
 // once they find no work and the stuck ones are back. Callbacks that are
 // short, or slow but each under half the stall delay, never start a
 // goroutine: the workers keep up, and callbacks start in the order their
