@@ -394,6 +394,16 @@ func (sh *shard) checkInvariants() error {
 		if err := checkLanes(&sh.cascade[i], func() string { return fmt.Sprintf("cascade[%d]", i) }); err != nil {
 			return err
 		}
+		// The driver relies on cascadeDue to re-place a list before the
+		// wheel passes its first timer: it may be low, never high.
+		for l := range sh.cascade[i].lane {
+			root := &sh.cascade[i].lane[l]
+			for t := root.next; t != root; t = t.next {
+				if d, _ := unpack(t.w.Load()); d < sh.cascadeDue[i] {
+					return fmt.Errorf("cascade[%d]: a timer due at %d before cascadeDue %d", i, d, sh.cascadeDue[i])
+				}
+			}
+		}
 	}
 	if err := checkLanes(&sh.never, func() string { return "never" }); err != nil {
 		return err
