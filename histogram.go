@@ -143,8 +143,6 @@ type atomicHistogram struct {
 	counts [NumBuckets]atomic.Uint64
 }
 
-func (a *atomicHistogram) record(d time.Duration) { a.counts[bucketOf(d)].Add(1) }
-
 // addTo adds a's counts to h.
 func (a *atomicHistogram) addTo(h *Histogram) {
 	for i := range a.counts {

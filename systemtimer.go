@@ -157,7 +157,13 @@ func runTimer(t *Timer, b *executor.Batch) {
 	// The due tick of the run, unless a Reset re-armed the timer since it
 	// fired (its run is still owed): then the run goes uncounted.
 	if due, s := unpack(t.w.Load()); s == stateFired {
-		st.lateness[b.Slot].record(time.Duration(b.At - due*st.tick))
+		// The callbacks of a batch mostly share their due tick, and so
+		// their bucket.
+		m := &b.Memo
+		if m.Key != due || m.At != b.At || m.Val == 0 {
+			m.Key, m.At, m.Val = due, b.At, int64(bucketOf(time.Duration(b.At-due*st.tick)))+1
+		}
+		st.lateness[b.Slot].counts[m.Val-1].Add(1)
 	}
 	switch t.kind {
 	case kindContext:

@@ -144,6 +144,9 @@ type Batch struct {
 	// batch; the watch takes back the items of a batch held up by one for
 	// the stall delay, so that is at most about the stall delay.
 	At int64
+	// Memo is Run's to keep what it computed for an item, for the next
+	// items of the batch; the pool never touches it.
+	Memo struct{ Key, At, Val int64 }
 }
 
 // A Pool runs submitted items.
