@@ -3,7 +3,7 @@
 // ("Workloads and targets"), all in one run, and prints a table per workload
 // with absolute figures and ratios to this library.
 //
-//	go -C bench run ./cmd/wheelbench              # quick: about 60 s
+//	go -C bench run ./cmd/wheelbench              # quick: about 65 s
 //	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
 //	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
@@ -31,7 +31,7 @@ import (
 // reference machine (2 cores), with the build cached. The header and the
 // usage say it; the first command of the top-level README and "Running it"
 // in bench/README.md say the same.
-const quickDuration = "about 60 s"
+const quickDuration = "about 65 s"
 
 var (
 	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request)")
