@@ -134,15 +134,9 @@ func runHTTP(e *Env, cfg httpConfig) error {
 	if cfg.conns < 1 || cfg.n < 1 || cfg.ctxs < 1 || cfg.slowEvery < 0 {
 		return fmt.Errorf("http: bad case %+v", cfg)
 	}
-	conns, why := cfg.conns, ""
-	if limit, ok := httpFDLimit(); ok {
-		conns, why = httpFitConns(cfg.conns, limit, httpOpenFDs())
-	}
-	if conns < 1 {
-		return errors.New(why)
-	}
-	if why != "" {
-		e.Warn("%s", why)
+	conns, err := fitConns(e, cfg.conns)
+	if err != nil {
+		return err
 	}
 
 	srv, err := startHTTPServer(tc, cfg, conns)
@@ -229,6 +223,22 @@ func httpGoroutinesCreated() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64()
+}
+
+// fitConns returns how many of want connections fit the open-file limit,
+// warning on e when fewer do, or an error when none does.
+func fitConns(e *Env, want int) (int, error) {
+	conns, why := want, ""
+	if limit, ok := httpFDLimit(); ok {
+		conns, why = httpFitConns(want, limit, httpOpenFDs())
+	}
+	if conns < 1 {
+		return 0, errors.New(why)
+	}
+	if why != "" {
+		e.Warn("%s", why)
+	}
+	return conns, nil
 }
 
 // httpFitConns returns how many of want connections fit in limit open

@@ -116,15 +116,9 @@ func runIdleConns(e *Env, cfg idleConnsConfig) error {
 	if cfg.conns < 1 || cfg.idleEvery < 1 || cfg.window <= 0 || cfg.idle <= 0 || cfg.slack < 0 {
 		return fmt.Errorf("idleconns: bad case %+v", cfg)
 	}
-	conns, why := cfg.conns, ""
-	if limit, ok := httpFDLimit(); ok {
-		conns, why = httpFitConns(cfg.conns, limit, httpOpenFDs())
-	}
-	if conns < 1 {
-		return errors.New(why)
-	}
-	if why != "" {
-		e.Warn("%s", why)
+	conns, err := fitConns(e, cfg.conns)
+	if err != nil {
+		return err
 	}
 
 	srv, err := startIdleConnsServer(st, how, cfg)
