@@ -186,20 +186,14 @@ type Pool[T any] struct {
 	// (or nothing outstanding). See starved.
 	seenArrivals uint64
 	arrivalAt    time.Duration
-	// The process's CPU time, and when the watch last read it, and
-	// whether the CPU was saturated over the span since the reading
-	// before: see saturated.
-	cpu, cpuAt time.Duration
-	busy       bool
-	// The runtime's recent scheduling latency, p99 (see measureSched),
-	// and what it is measured from.
-	sched      time.Duration
-	schedAt    time.Duration
-	schedHist  []metrics.Sample
-	schedCount []uint64
-	found      []*worker[T] // the watch's scratch
-	stolen     []T          // the watch's scratch
-	inSlot     []int        // goroutines running with each slot
+	// Whether the CPU was saturated, and the runtime's recent scheduling
+	// latency (p99), as the watch last measured them (see meter).
+	busy   bool
+	sched  time.Duration
+	meter  meter        // the watch goroutine's own: read and written without mu
+	found  []*worker[T] // the watch's scratch
+	stolen []T          // the watch's scratch
+	inSlot []int        // goroutines running with each slot
 
 	queuedBatch Batch // RunQueued's, in the pool so that it does not escape per call; its callers take turns
 
@@ -409,7 +403,11 @@ func (p *Pool[T]) watch() {
 		case <-p.timer.C:
 		case <-p.stop:
 		}
+		// Measured before taking the lock: a system call and a read of
+		// the runtime's metrics do not hold up Submit.
+		busy, sched := p.meter.measure(p.now())
 		p.mu.Lock()
+		p.busy, p.sched = busy, sched
 		if p.closed {
 			p.live--
 			p.exited.Broadcast()
@@ -432,8 +430,6 @@ func (p *Pool[T]) look(arming bool) {
 	if arming || p.coming == 0 || p.arrivals != p.seenArrivals {
 		p.seenArrivals, p.arrivalAt = p.arrivals, now
 	}
-	p.measureCPU(now, arming)
-	p.measureSched(now)
 	waiting := p.queue.len() > 0
 	var longest time.Duration // in one item, of the busy goroutines
 	for _, w := range p.watched {
@@ -565,9 +561,8 @@ const schedSpan = 10 * time.Millisecond
 // yields queues behind others' 10ms slices. A goroutine descheduled for
 // that long looks stuck, but is not blocked; replace starts a goroutine per
 // item only for goroutines stuck twice that long. In an idle process, as in
-// a test bubble, sched is about zero and changes nothing. Called by the
-// watch with mu held, only while work waits.
-func (p *Pool[T]) measureSched(now time.Duration) {
+// a test bubble, sched is about zero and changes nothing.
+func (p *meter) measureSched(now time.Duration) {
 	if now-p.schedAt < schedSpan && p.schedAt != 0 {
 		return
 	}
@@ -611,10 +606,10 @@ const cpuSpan = 2 * time.Millisecond
 // sets busy if the process used 90% or more of GOMAXPROCS processors since
 // the last reading: goroutines that look stuck are then most likely
 // waiting for a processor, descheduled, not blocked in their items (which
-// leaves the CPU idle). Called by the watch with mu held: a system call per
-// cpuSpan, and only while work waits.
-func (p *Pool[T]) measureCPU(now time.Duration, arming bool) {
-	if !arming && now-p.cpuAt < cpuSpan {
+// leaves the CPU idle). The first reading, and one after a reading older
+// than a few cpuSpans (taken before the watch slept), only start a span.
+func (p *meter) measureCPU(now time.Duration) {
+	if now-p.cpuAt < cpuSpan {
 		return
 	}
 	cpu, ok := processCPU()
@@ -622,11 +617,32 @@ func (p *Pool[T]) measureCPU(now time.Duration, arming bool) {
 		return
 	}
 	c := time.Duration(cpu)
-	if !arming {
-		span := float64(now-p.cpuAt) * float64(runtime.GOMAXPROCS(0))
-		p.busy = float64(c-p.cpu) >= 0.9*span
+	if span := now - p.cpuAt; p.read && span <= 4*cpuSpan {
+		p.busy = float64(c-p.cpu) >= 0.9*float64(span)*float64(runtime.GOMAXPROCS(0))
+	} else {
+		p.busy = false
 	}
-	p.cpu, p.cpuAt = c, now
+	p.cpu, p.cpuAt, p.read = c, now, true
+}
+
+// A meter measures, for the watch goroutine alone, how busy the CPU is
+// and the runtime's scheduling latency, at most once per cpuSpan and
+// schedSpan; the watch publishes the figures under mu for look.
+type meter struct {
+	cpu, cpuAt time.Duration // the process's CPU time, and when it was read
+	read       bool          // cpu and cpuAt hold a reading
+	busy       bool          // saturated over the span between the last two readings
+	sched      time.Duration // the p99 of the scheduling latency
+	schedAt    time.Duration
+	schedHist  []metrics.Sample
+	schedCount []uint64
+}
+
+// measure updates the figures that are due and returns them.
+func (p *meter) measure(now time.Duration) (busy bool, sched time.Duration) {
+	p.measureCPU(now)
+	p.measureSched(now)
+	return p.busy, p.sched
 }
 
 // take gives w its next batch from the queue, which must not be empty: a
