@@ -2,13 +2,16 @@ package timingwheel
 
 import (
 	"errors"
+	"fmt"
 	"time"
 	"unsafe"
 )
 
 // A Scheduler gives the times of a periodic timer's runs. Next returns the
 // time of the run after the one scheduled at prev; it must be after prev.
-// The zero time ends the series.
+// The zero time ends the series. So does a Next that panics or returns a
+// time not after prev: the panic handler (see WithPanicHandler) receives
+// the panic value or an error that says so.
 type Scheduler interface {
 	Next(prev time.Time) time.Time
 }
@@ -134,14 +137,20 @@ func (p *periodic) run() {
 
 // rearm schedules the next run after the one that just ran, or carries out
 // a Stop or Reset made during the run.
+//
+// The Scheduler is user code: rearm calls it with the shard's lock released,
+// and takes the lock again after it (no deferred unlock spans the call, so
+// a panic in Next leaves the lock as it found it: issue 18, defect 5). A
+// Next that panics, or that gives a time not after the previous one, ends
+// the series, and the panic handler hears of it.
 func (p *periodic) rearm() {
 	t := &p.t
 	sh := t.sh
 	st := sh.st
 	sh.mu.Lock()
-	defer sh.unlock()
 	for {
 		if _, s := unpack(t.w.Load()); s != stateFired || sh.closed {
+			sh.unlock()
 			return // returned by SystemTimer.Stop
 		}
 		var at time.Time
@@ -150,15 +159,16 @@ func (p *periodic) rearm() {
 			p.stopReq = false
 			t.w.Store(pack(0, stateStopped))
 			p.release()
+			sh.unlock()
 			return
 		case p.resetReq:
 			p.resetReq = false
 			at = p.resetAt
 		default:
-			// The Scheduler is user code: call it with no lock held.
 			prev := p.prev
-			sh.mu.Unlock()
-			next, ok := p.next(prev, st.clockNow())
+			sh.unlock()
+			failpoint("rearm:next")
+			next, ok, bad := p.next(prev, st.clockNow())
 			sh.mu.Lock()
 			if p.stopReq || p.resetReq || sh.closed {
 				continue // Stop or Reset got there meanwhile
@@ -166,6 +176,10 @@ func (p *periodic) rearm() {
 			if !ok {
 				t.w.Store(pack(0, stateStopped)) // the series ended
 				p.release()
+				sh.unlock()
+				if bad != nil {
+					st.pool.Report(bad)
+				}
 				return
 			}
 			at = next
@@ -174,6 +188,7 @@ func (p *periodic) rearm() {
 		when, now := st.deadline(at)
 		t.w.Store(pack(st.dueTick(when), statePending))
 		sh.admit(t, floorDiv(now, st.tick))
+		sh.unlock()
 		return
 	}
 }
@@ -236,28 +251,47 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	return false, nil
 }
 
-// next returns the first scheduled time after prev that is after now.
-func (p *periodic) next(prev, now time.Time) (time.Time, bool) {
-	next := p.sched.Next(prev)
-	if next.IsZero() || !next.After(prev) {
-		return time.Time{}, false
+// next returns the first scheduled time after prev that is after now, or
+// ok false when the series ends: at the zero time, or, with bad saying
+// why, when the Scheduler panicked or gave a time not after the one before.
+func (p *periodic) next(prev, now time.Time) (next time.Time, ok bool, bad any) {
+	defer func() {
+		if r := recover(); r != nil {
+			next, ok, bad = time.Time{}, false, r
+		}
+	}()
+	next = p.sched.Next(prev)
+	if next.IsZero() {
+		return time.Time{}, false, nil
+	}
+	if !next.After(prev) {
+		return time.Time{}, false, stalledError(prev, next)
 	}
 	if next.After(now) {
-		return next, true
+		return next, true, nil
 	}
 	if e, ok := p.sched.(every); ok {
 		// Skip the missed runs in one step.
 		k := now.Sub(prev)/time.Duration(e) + 1
-		return prev.Add(k * time.Duration(e)), true
+		return prev.Add(k * time.Duration(e)), true, nil
 	}
 	for range maxSkip {
 		n := p.sched.Next(next)
-		if n.IsZero() || !n.After(next) {
-			return time.Time{}, false
+		if n.IsZero() {
+			return time.Time{}, false, nil
+		}
+		if !n.After(next) {
+			return time.Time{}, false, stalledError(next, n)
 		}
 		if next = n; next.After(now) {
 			break
 		}
 	}
-	return next, true
+	return next, true, nil
+}
+
+// stalledError is what the panic handler receives when a Scheduler's Next
+// does not move forward: the series ends there.
+func stalledError(prev, next time.Time) error {
+	return fmt.Errorf("timingwheel: Scheduler.Next(%v) returned %v, not after it: the series ends", prev, next)
 }

@@ -290,49 +290,50 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 		return st.startLocked(t, when, now)
 	}
 	t.initQueued(when)
-	t.sh.push(t, true)
-	if t.depth < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
+	if !t.sh.push(t, true) {
+		// SystemTimer.Stop has taken the stack; nobody has seen t.
+		return ErrStopped
+	}
+	if t.depth < drainDepth && when >= st.wakeAt.Load() {
 		return nil // the common case
 	}
-	return st.pushedSlow(t, when)
+	st.drainShard(t.sh, st.now())
+	return nil
 }
 
-// pushedSlow settles what a push of t, due at when, leaves to its caller:
-// draining a full stack, or one that wakeAt fell under, and taking t back
-// after a Stop. Once pushed, t is the drainer's to place.
-func (st *SystemTimer) pushedSlow(t *Timer, when int64) error {
-	if atomic.LoadUint32(&t.depth) >= drainDepth || when < st.wakeAt.Load() {
-		st.drainShard(t.sh, st.now())
-	}
-	if !st.closed.Load() {
-		return nil
-	}
-	// Stop may have drained the stack before the push. Either it took t,
-	// and t is among the timers it returns, or t is ours to take back.
-	for {
-		w := t.w.Load()
-		if _, s := unpack(w); s != stateQueued || t.w.CompareAndSwap(w, pack(0, stateStopped)) {
-			return ErrStopped
-		}
-	}
-}
+// A push that succeeded is final: the timer is on a stack that the driver,
+// a pusher that finds it deep, Len or SystemTimer.Stop takes, under the
+// shard's lock, and so it is placed or returned. A pusher drains the stack
+// itself when it finds it drainDepth deep (to bound the memory stopped
+// timers keep there) or when its deadline is before wakeAt (the driver may
+// sleep past it).
 
 // drainDepth is how many timers an incoming stack holds before the pusher
 // drains it itself: it bounds the memory that stopped timers keep there.
 const drainDepth = 1024
 
-// push puts t, queued, on its shard's incoming stack without taking a
-// lock, to be placed in a bucket later by whoever drains the stack. That is
-// safe for a timer due at or after wakeAt, because the driver drains every
-// stack before it sleeps past wakeAt; the driver publishes wakeAt before it
-// drains, and the pusher reads it after pushing, so one of them sees the
-// other. Stopping a timer still on the stack is one CAS. Only a timer that
-// is neither on the stack nor in a drainer's hands is pushed (see the
-// states in timer.go), so the stack has no ABA problem. fresh says no
-// other goroutine can see t yet. Small enough to inline.
-func (sh *shard) push(t *Timer, fresh bool) {
+// closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop
+// swaps it in when it takes the stack, and a push that finds it fails. So a
+// timer is never pushed on a stack nobody will take (issue 18, defect 4).
+var closedStack = new(Timer)
+
+// push puts t, queued (or arming), on its shard's incoming stack without
+// taking a lock, to be placed in a bucket later by whoever drains the
+// stack, and reports true; or reports false, pushing nothing, if the shard
+// is closed. Leaving t on the stack is safe for a timer due at or after
+// wakeAt, because the driver drains every stack before it sleeps past
+// wakeAt; the driver publishes wakeAt before it drains, and the pusher
+// reads it after pushing, so one of them sees the other. Stopping a timer
+// still on the stack is one CAS. Only a timer that is neither on the stack
+// nor in a drainer's hands is pushed (see the states in timer.go), so the
+// stack has no ABA problem. fresh says no other goroutine can see t yet.
+// Small enough to inline.
+func (sh *shard) push(t *Timer, fresh bool) bool {
 	for {
 		h := sh.incoming.Load()
+		if h == closedStack {
+			return false
+		}
 		t.next = h
 		d := uint32(1)
 		if h != nil {
@@ -344,7 +345,7 @@ func (sh *shard) push(t *Timer, fresh bool) {
 			atomic.StoreUint32(&t.depth, d)
 		}
 		if sh.incoming.CompareAndSwap(h, t) {
-			return
+			return true
 		}
 	}
 }
@@ -449,7 +450,9 @@ func (st *SystemTimer) Stop() []*Timer {
 		sh := &st.shards[i]
 		sh.mu.Lock()
 		sh.closed = true
-		for t := sh.incoming.Swap(nil); t != nil; {
+		// From here on every push fails: a timer pushed before is on
+		// the stack taken here.
+		for t := sh.incoming.Swap(closedStack); t != nil; {
 			next := t.next
 			t.next = nil
 			if takeFromStack(t) {
@@ -511,6 +514,8 @@ func takeFromStack(t *Timer) bool {
 	for {
 		w := t.w.Load()
 		switch _, s := unpack(w); s {
+		case stateArming:
+			waitArming() // its pusher makes it queued
 		case stateQueued:
 			if t.w.CompareAndSwap(w, pack(0, stateReturned)) {
 				return true

@@ -1,6 +1,8 @@
 package timingwheel
 
 import (
+	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -40,17 +42,49 @@ type Timer struct {
 
 // Timer states, kept in the low bits of Timer.w.
 //
-//	idle ─Reset─► queued ─drain─► pending ─due─► fired ─Reset─► queued …
-//	                │ ▲              │
-//	              Stop Reset        Stop
-//	                ▼ │              ▼
-//	          queuedStopped ─drain─► stopped ─Reset─► queued …
+//	idle ─Reset─► arming ─push─► queued ─drain─► pending ─due─► fired ─Reset─► arming …
+//	                │ ▲            │ ▲              │
+//	    push failed ◄─┘          Stop Reset        Stop
+//	   (shard closed)              ▼ │              ▼
+//	                         queuedStopped ─drain─► stopped ─Reset─► arming …
 //
-// A timer is on its shard's incoming stack, or in the hands of the
-// goroutine that popped it, exactly while it is queued or queuedStopped:
-// only a timer in another state is pushed, so it is never on the stack
-// twice. Reset also moves a pending timer to a later deadline in place
-// (pending ─Reset─► pending) and, under the lock, to an earlier one.
+// Reset also moves a pending timer to a later deadline in place (pending
+// ─Reset─► pending) and, under the lock, to an earlier one. SystemTimer.Stop
+// moves every timer it takes to returned, which is final.
+//
+// Who may write the links (next, prev) and depth in each state. This is
+// the rule every transition is checked against: a timer's links are
+// written by one goroutine at a time, and the state says which.
+//
+//   - idle, stopped, fired, returned: the timer is on no list and no stack,
+//     and its links are nil. Nobody writes them. The only way out (but
+//     SystemTimer.Stop's) is a compare-and-swap into arming, or into pending
+//     under the shard's lock; its winner owns the links from then on.
+//   - arming: the goroutine whose CAS made it arming owns the timer. It
+//     writes next and depth, pushes the timer on its shard's incoming stack,
+//     and then, without taking a lock or blocking, moves it to queued if the
+//     push succeeded, or back to the state it came from if the shard was
+//     closed. Nobody else changes an arming timer: Stop, Reset, the drainer
+//     and SystemTimer.Stop wait for it to leave arming. So a Reset that
+//     re-arms a timer is seen by others only once its push has succeeded:
+//     nobody can act on a timer that SystemTimer.Stop will never see.
+//   - queued, queuedStopped: the timer is on a live incoming stack, or in
+//     the hands of the goroutine that popped it there, which holds the
+//     shard's lock (a drainer, or SystemTimer.Stop). next is the stack's
+//     link, written by the pusher before the push and read and cleared by
+//     the popper; prev is nil. Stop and Reset change the state word alone,
+//     by CAS; only the popper moves the timer out of these states.
+//   - pending: the timer is linked into a bucket or one of its shard's
+//     lists, and next and prev are written only under the shard's lock.
+//     Reset to a later deadline changes the due tick in the state word
+//     alone, by CAS, without the lock. Leaving pending (to stopped, fired
+//     or returned) happens only under the lock, after the timer is
+//     unlinked: a timer that is not pending is linked nowhere, so a Reset
+//     that re-arms it without the lock can never write links that a lock
+//     holder still reads.
+//
+// Only a timer in none of the stack states is pushed, so a timer is never on
+// a stack twice, and the stack has no ABA problem.
 const (
 	stateIdle          uint32 = iota // never armed: the zero value
 	stateQueued                      // on the incoming stack, armed; value: the deadline, ns
@@ -59,6 +93,7 @@ const (
 	stateFired                       // handed to the executor (for a periodic timer: until its next run is scheduled); value: the due tick
 	stateStopped                     // stopped; in no list and not on the stack
 	stateReturned                    // returned by SystemTimer.Stop: final
+	stateArming                      // being pushed by the Reset that re-arms it; value: the deadline, ns
 )
 
 const (
@@ -141,27 +176,55 @@ func (t *Timer) Stop() bool {
 			if stopped {
 				return true
 			}
+		case stateArming:
+			waitArming()
 		default:
 			return false
 		}
 	}
 }
 
+// waitArming waits a moment for the goroutine that is pushing a timer to
+// move it out of arming, which it does without a lock or a block (see the
+// states): it spins a little, then yields.
+func waitArming() {
+	failpoint("waitArming")
+	runtime.Gosched()
+}
+
 // stopPending stops t if it is pending, and reports whether it did. Called
 // with mu held.
+//
+// t is unlinked before its state leaves pending: once it is stopped, a
+// Reset on another goroutine may re-arm it without the lock and write its
+// next link (issue 18, defect 1).
 func (sh *shard) stopPending(t *Timer) bool {
+	if _, s := unpack(t.w.Load()); s != statePending {
+		return false
+	}
+	// Under mu, nobody else takes t out of pending: it stays pending
+	// until the CAS below, whatever a concurrent Reset does.
+	t.unlink()
+	failpoint("stopPending:unlinked")
+	sh.leavePending(t, 0, stateStopped)
+	sh.addPendingOf(t, -1)
+	sh.stats.stopped++
+	return true
+}
+
+// leavePending moves t, pending and unlinked by the caller, to state s with
+// value v. Only a Reset that postpones t changes its state word while it is
+// pending and mu is held, and it keeps it pending. Called with mu held.
+func (sh *shard) leavePending(t *Timer, v int64, s uint32) {
 	for {
 		w := t.w.Load()
-		if _, s := unpack(w); s != statePending {
-			return false
+		if debugChecks {
+			if _, cur := unpack(w); cur != statePending {
+				panic(fmt.Sprintf("timingwheel: internal error: a timer left pending under the lock, in state %d", cur))
+			}
 		}
-		// Only a Reset that postpones t changes w while it is pending and
-		// mu is held; then try again.
-		if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
-			t.unlink()
-			sh.addPendingOf(t, -1)
-			sh.stats.stopped++
-			return true
+		if t.w.CompareAndSwap(w, pack(v, s)) {
+			return
 		}
 	}
 }
@@ -239,13 +302,29 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 			if when > maxValue || when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
 				return t.resetLocked(d, now)
 			}
-			if t.w.CompareAndSwap(w, pack(when, stateQueued)) {
-				sh.push(t, false)
-				if atomic.LoadUint32(&t.depth) < drainDepth && when >= st.wakeAt.Load() && !st.closed.Load() {
-					return false, nil
-				}
-				return false, st.pushedSlow(t, when)
+			// Take the timer (see the states): from here until it is
+			// queued, nobody else acts on it.
+			if !t.w.CompareAndSwap(w, pack(when, stateArming)) {
+				continue
 			}
+			failpoint("reset:arming")
+			if !sh.push(t, false) {
+				// SystemTimer.Stop has taken the stack: the timer is
+				// not armed. Put back the state nobody else saw changed,
+				// unless SystemTimer.Stop returned the timer meanwhile
+				// for a run it owed (see SystemTimer.Stop).
+				t.w.CompareAndSwap(pack(when, stateArming), w)
+				return false, ErrStopped
+			}
+			failpoint("reset:pushed")
+			// Nobody else changes an arming timer: this cannot fail.
+			t.w.Store(pack(when, stateQueued))
+			if atomic.LoadUint32(&t.depth) >= drainDepth || when < st.wakeAt.Load() {
+				st.drainShard(sh, st.now())
+			}
+			return false, nil
+		case stateArming:
+			waitArming()
 		default: // stateReturned
 			return false, ErrStopped
 		}
@@ -276,13 +355,13 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 		switch v, s := unpack(w); s {
 		case statePending:
 			if d <= 0 {
-				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
-					t.unlink()
-					sh.addPendingOf(t, -1)
-					sh.fireNow(t)
-					return true, nil
-				}
-				continue
+				// Unlinked before it leaves pending; see stopPending.
+				t.unlink()
+				failpoint("resetLocked:unlinked")
+				sh.leavePending(t, nowTick, stateFired)
+				sh.addPendingOf(t, -1)
+				sh.fireNow(t)
+				return true, nil
 			}
 			due := st.dueTick(when)
 			if !t.w.CompareAndSwap(w, pack(due, statePending)) {
@@ -297,6 +376,8 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 			return true, nil
 		case stateQueued, stateQueuedStopped:
 			sh.drain(now) // queued again by a concurrent Reset since
+		case stateArming:
+			waitArming()
 		case stateIdle, stateStopped, stateFired:
 			if d <= 0 {
 				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {

@@ -305,7 +305,7 @@ func (sh *shard) drain(now int64) {
 	if sh.closed {
 		return // Stop took the stack; a later push is taken back by its pusher
 	}
-	t := sh.incoming.Swap(nil)
+	t := sh.incoming.Swap(nil) // not closedStack: only Stop puts it there, under mu, with closed
 	if t == nil {
 		return
 	}
@@ -320,6 +320,10 @@ func (sh *shard) drain(now int64) {
 		for {
 			w := t.w.Load()
 			v, s := unpack(w)
+			if s == stateArming {
+				waitArming() // its pusher makes it queued, without the lock
+				continue
+			}
 			if s == stateQueuedStopped {
 				if t.w.CompareAndSwap(w, pack(0, stateStopped)) {
 					sh.stats.armed++ // armed and stopped before it got here

@@ -790,6 +790,11 @@ func (p *Pool[T]) panicked(v any) {
 	p.onPanic(v)
 }
 
+// Report hands v to the panic handler, as if an item had panicked with it,
+// and counts it in Panics. It is for failures of user code that the caller
+// of Run recovered itself. It must not be called with a lock held.
+func (p *Pool[T]) Report(v any) { p.panicked(v) }
+
 // RunQueued runs queued items on the calling goroutine until the queue is
 // empty, including items they submit. It is for pools made with Manual. It
 // pops one item at a time, so that Close always finds what has not started,
@@ -827,6 +832,22 @@ func (p *Pool[T]) Load() (backlog, goroutines int) {
 		}
 	}
 	return backlog, p.gs
+}
+
+// Idle reports whether every item submitted so far has run: nothing is
+// queued and no goroutine is inside a batch. For tests.
+func (p *Pool[T]) Idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queue.len() > 0 {
+		return false
+	}
+	for _, w := range p.byID {
+		if w.busy {
+			return false
+		}
+	}
+	return true
 }
 
 // OnWorker reports whether the calling goroutine is one of the pool's.

@@ -1,0 +1,516 @@
+package timingwheel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
+)
+
+// The concurrency suite for one timer, one shard and the SystemTimer: every
+// pair of operations that can run at once, raced from several goroutines
+// with GOMAXPROCS above the core count (so the OS preempts anywhere), each
+// body in a child process (a crash or a hang fails that test alone). Build
+// with -tags timingwheel_failpoints to widen the windows between a state
+// change and the writes that follow it (failpoint_on.go); scripts/test runs
+// the suite both ways, under -race. The checks are properties, not "it did
+// not crash": see settle. The linearizability of the results is checked
+// against a sequential model in the conctest module.
+
+// stressTimeout bounds a child process: a hang fails the test then.
+const stressTimeout = 2 * time.Minute
+
+// iters scales a loop count: the race detector and the failpoints slow
+// every operation down by ten or more.
+func iters(n int) int {
+	if raceEnabled {
+		n /= 4
+	}
+	if failpointsOn {
+		n /= 2
+	}
+	return max(n, 10)
+}
+
+// preempting raises GOMAXPROCS above the core count for the test: more Ps
+// than cores make the OS deschedule goroutines at any instruction.
+func preempting(t *testing.T) {
+	old := runtime.GOMAXPROCS(8)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+}
+
+// counted is a timer whose runs are counted.
+type counted struct {
+	t    Timer
+	runs atomic.Int64
+	ran  chan struct{} // a token per run
+}
+
+func newCounted(st *SystemTimer) *counted {
+	c := &counted{ran: make(chan struct{}, 1<<16)}
+	st.Bind(&c.t, func() {
+		c.runs.Add(1)
+		c.ran <- struct{}{}
+	})
+	return c
+}
+
+// settle checks that the timers and st came out of a race consistent: it
+// stops them all, checks every shard's invariants and that nothing is
+// pending, then arms each timer once more, 1ms out, and demands that each
+// runs exactly once. A timer lost from a list, stranded on a stack, linked
+// twice or stuck in a state would fail here, if not already by a crash or a
+// hang.
+func settle(t *testing.T, st *SystemTimer, timers []*counted) {
+	t.Helper()
+	for _, c := range timers {
+		c.t.Stop()
+	}
+	// Runs handed over before the Stops may still be on their way.
+	waitIdle(t, st)
+	for _, c := range timers {
+		for len(c.ran) > 0 {
+			<-c.ran
+		}
+	}
+	st.checkInvariants()
+	if n := st.Len(); n != 0 {
+		t.Fatalf("Len is %d after every timer was stopped", n)
+	}
+	if n := st.pending.Load(); st.maxPending > 0 && n != 0 {
+		t.Fatalf("WithMaxPending's count is %d after every timer was stopped", n)
+	}
+	for i, c := range timers {
+		before := c.runs.Load()
+		if was, err := c.t.TryReset(time.Millisecond); was || err != nil {
+			t.Fatalf("timer %d: TryReset after Stop = %v, %v; want false, nil", i, was, err)
+		}
+		testwait.Recv(t, c.ran, fmt.Sprintf("timer %d's run after the race", i))
+		if got := c.runs.Load() - before; got != 1 {
+			t.Fatalf("timer %d ran %d times for one arming", i, got)
+		}
+	}
+	waitIdle(t, st)
+	for i, c := range timers {
+		if len(c.ran) != 0 {
+			t.Fatalf("timer %d ran again after its last arming ran", i)
+		}
+	}
+	if left := st.Stop(); len(left) != 0 {
+		t.Fatalf("Stop returned %d timers; every one had run", len(left))
+	}
+}
+
+// waitIdle waits until st's executor has run everything handed to it.
+func waitIdle(t *testing.T, st *SystemTimer) {
+	t.Helper()
+	deadline := time.Now().Add(testwait.FailAfter)
+	for !st.pool.Idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("the executor never went idle")
+		}
+		runtime.Gosched()
+	}
+}
+
+// An op is one thing a goroutine does to a timer in the pairwise test.
+type op struct {
+	name string
+	do   func(c *counted, rng *rand.Rand)
+}
+
+var pairOps = []op{
+	{"Stop", func(c *counted, _ *rand.Rand) { c.t.Stop() }},
+	{"ResetLater", func(c *counted, rng *rand.Rand) { c.t.Reset(time.Hour + time.Duration(rng.IntN(1000))) }},
+	{"ResetEarlier", func(c *counted, rng *rand.Rand) {
+		// Later first, so that the second is earlier if nothing
+		// comes between; short, so that some fire.
+		c.t.Reset(time.Hour)
+		c.t.Reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
+	}},
+	{"ResetZero", func(c *counted, _ *rand.Rand) { c.t.Reset(0) }},
+	{"TryReset", func(c *counted, rng *rand.Rand) { _, _ = c.t.TryReset(time.Duration(rng.IntN(2000)) * time.Microsecond) }},
+	{"StopRearm", func(c *counted, rng *rand.Rand) {
+		c.t.Stop()
+		c.t.Reset(time.Duration(1+rng.IntN(5)) * time.Millisecond)
+	}},
+}
+
+// TestConcurrentPairs races every pair of timer operations (a pair of an
+// operation with itself included) on a few timers of one shard, from four
+// goroutines per operation, while the driver places, cascades and fires
+// them (short deadlines and 1ms ticks) and a fifth goroutine pushes fresh
+// timers on the same shard deep enough that pushers drain the stack
+// themselves. Then settle checks what is left.
+func TestConcurrentPairs(t *testing.T) {
+	for i, a := range pairOps {
+		for _, b := range pairOps[i:] {
+			t.Run(a.name+"/"+b.name, func(t *testing.T) {
+				isolate.Run(t, stressTimeout, func(t *testing.T) {
+					preempting(t)
+					racePair(t, a, b, false)
+				})
+			})
+		}
+	}
+}
+
+// TestConcurrentPairsMaxPending is TestConcurrentPairs under WithMaxPending,
+// where every arming takes the lock and counts against the bound: the
+// count must come back to zero.
+func TestConcurrentPairsMaxPending(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		for i, a := range pairOps {
+			for _, b := range pairOps[i:] {
+				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, true) })
+			}
+		}
+	})
+}
+
+func racePair(t *testing.T, a, b op, bounded bool) {
+	opts := []Option{WithTick(time.Millisecond)}
+	if bounded {
+		opts = append(opts, WithMaxPending(1<<20))
+	}
+	st, err := New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three timers of one shard, so that their links meet.
+	var timers []*counted
+	for len(timers) < 3 {
+		c := newCounted(st)
+		if c.t.sh == &st.shards[0] {
+			timers = append(timers, c)
+		}
+	}
+	n := iters(400)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 8 {
+		o := a
+		if g%2 == 1 {
+			o = b
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for range n {
+				o.do(timers[rng.IntN(len(timers))], rng)
+			}
+		})
+	}
+	// Fresh timers on the same shard, many per drain: the pusher that
+	// finds the stack deep drains it.
+	pushed := make(chan []*Timer)
+	go func() {
+		var mine []*Timer
+		for {
+			select {
+			case <-stop:
+				pushed <- mine
+				return
+			default:
+			}
+			tm, err := st.AfterFunc(time.Hour, func() {})
+			if err != nil {
+				t.Error(err)
+			}
+			if tm.sh == &st.shards[0] {
+				mine = append(mine, tm)
+			} else {
+				tm.Stop()
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	for _, tm := range <-pushed {
+		if !tm.Stop() {
+			t.Fatal("a timer armed an hour out was not pending: lost")
+		}
+	}
+	settle(t, st, timers)
+}
+
+// TestConcurrentStopResetOneTimer is issue 18's defect 1: Stop of a pending
+// timer racing Reset(d > 0) of it. Stop moved the timer to stopped before
+// unlinking it, so a Reset that saw it stopped pushed it on the incoming
+// stack and wrote its next link while Stop's unlink read it: a nil
+// dereference, or timers cut off the stack and lost. The other timers on
+// the stack must all still be pending at the end.
+func TestConcurrentStopResetOneTimer(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		st, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCounted(st)
+		var others []*Timer // the fresh timers on c's shard
+		var rest []*Timer
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range iters(2000) {
+					if g%2 == 0 {
+						c.t.Reset(time.Hour + time.Duration(i))
+					} else {
+						c.t.Stop()
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range iters(20000) {
+				tm, err := st.AfterFunc(time.Hour, func() {})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if tm.sh == c.t.sh {
+					others = append(others, tm)
+				} else {
+					rest = append(rest, tm)
+				}
+			}
+		}()
+		wg.Wait()
+		<-done
+		for i, tm := range others {
+			if !tm.Stop() {
+				t.Fatalf("timer %d of %d armed an hour out was not pending: lost", i, len(others))
+			}
+		}
+		for _, tm := range rest {
+			tm.Stop()
+		}
+		settle(t, st, []*counted{c})
+	})
+}
+
+// TestConcurrentResetZeroResetLater is issue 18's defect 2: Reset(0) of a
+// pending timer moved it to fired before unlinking it, so a Reset(1h) that
+// saw it fired corrupted the lists as in defect 1. Every Reset(0) hands a
+// run over, whatever the timer's state, and the hour never comes: the runs
+// must equal the Reset(0) calls.
+func TestConcurrentResetZeroResetLater(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		st, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCounted(st)
+		var zeros atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range iters(2000) {
+					if g%2 == 0 {
+						c.t.Reset(0)
+						zeros.Add(1)
+					} else {
+						c.t.Reset(time.Hour + time.Duration(i))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		c.t.Stop()
+		for got := int64(0); got < zeros.Load(); got++ {
+			testwait.Recv(t, c.ran, "the run of a Reset(0)")
+		}
+		waitIdle(t, st)
+		if got, want := c.runs.Load(), zeros.Load(); got != want {
+			t.Fatalf("%d runs for %d calls of Reset(0)", got, want)
+		}
+		settle(t, st, []*counted{c})
+	})
+}
+
+// TestConcurrentSystemStopArming is issue 18's defect 3: a pusher that
+// found its shard's stack deep drained it itself, placing its own timer,
+// and then, seeing Stop begun, reported ErrStopped for a timer that Stop
+// returned. Stop must return exactly the timers whose AfterFunc or
+// TryReset succeeded (and that were not stopped since), each once.
+func TestConcurrentSystemStopArming(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		for round := range iters(40) {
+			st, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			const goroutines = 6
+			armed := make([][]*Timer, goroutines)
+			bound := make([][]*Timer, goroutines)
+			var started, wg sync.WaitGroup
+			started.Add(goroutines)
+			for g := range goroutines {
+				wg.Go(func() {
+					started.Done()
+					for i := 0; ; i++ {
+						if g%2 == 0 {
+							tm, err := st.AfterFunc(time.Hour, func() {})
+							if err != nil {
+								return
+							}
+							armed[g] = append(armed[g], tm)
+							continue
+						}
+						tm := new(Timer)
+						st.Bind(tm, func() {})
+						if _, err := tm.TryReset(time.Hour); err != nil {
+							if i > 0 && tm.Stop() {
+								t.Errorf("a Timer whose TryReset failed was pending")
+							}
+							return
+						}
+						bound[g] = append(bound[g], tm)
+					}
+				})
+			}
+			started.Wait()
+			for range rand.IntN(20000) {
+				runtime.Gosched()
+			}
+			left := st.Stop()
+			wg.Wait()
+			var want []*Timer
+			for g := range goroutines {
+				want = append(want, armed[g]...)
+				want = append(want, bound[g]...)
+			}
+			if msg := sameTimers(left, want); msg != "" {
+				t.Fatalf("round %d: Stop returned %d timers for %d armed: %s", round, len(left), len(want), msg)
+			}
+		}
+	})
+}
+
+// waitOps waits until n more operations have been counted in ops.
+func waitOps(ops *atomic.Int64, n int64) {
+	for target := ops.Load() + n; ops.Load() < target; {
+		runtime.Gosched()
+	}
+}
+
+// uniq returns the timers of ts, each once.
+func uniq(ts []*Timer) []*Timer {
+	seen := make(map[*Timer]bool, len(ts))
+	var u []*Timer
+	for _, t := range ts {
+		if !seen[t] {
+			seen[t] = true
+			u = append(u, t)
+		}
+	}
+	return u
+}
+
+// sameTimers says how got and want differ as sets, and whether got has a
+// timer twice; "" if they are the same.
+func sameTimers(got, want []*Timer) string {
+	seen := make(map[*Timer]int, len(got))
+	for _, t := range got {
+		seen[t]++
+	}
+	missing, twice := 0, 0
+	for _, t := range want {
+		switch seen[t] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+		delete(seen, t)
+	}
+	if missing == 0 && twice == 0 && len(seen) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d armed timers missing, %d returned twice, %d returned that were never armed", missing, twice, len(seen))
+}
+
+// TestConcurrentRearmSystemStop is issue 18's defect 4: a Reset that
+// re-armed a stopped timer pushed it, without the lock, on a stack that
+// SystemTimer.Stop had already taken; a Timer.Stop made it queued-stopped
+// before the pusher took it back, and it was left on a stack nobody drains.
+// After SystemTimer.Stop returned, TryReset revived it (nil error), Stop
+// returned true, it never ran and was never returned. Each timer has a
+// goroutine looping TryReset and one looping Stop; once SystemTimer.Stop
+// has returned, every TryReset must fail and every Stop return false, and
+// Stop must have returned each timer at most once.
+func TestConcurrentRearmSystemStop(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		for round := range iters(100) {
+			st, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			timers := make([]*Timer, 32)
+			for i := range timers {
+				timers[i] = new(Timer)
+				st.Bind(timers[i], func() {})
+			}
+			var over atomic.Bool // SystemTimer.Stop has returned
+			var ops atomic.Int64 // operations done so far, to pace the test by
+			var wg sync.WaitGroup
+			quit := make(chan struct{})
+			for _, tm := range timers {
+				wg.Go(func() {
+					for {
+						after := over.Load()
+						_, err := tm.TryReset(time.Hour)
+						if after && err == nil {
+							t.Errorf("TryReset armed a timer after SystemTimer.Stop returned")
+						}
+						ops.Add(1)
+						select {
+						case <-quit:
+							return
+						default:
+						}
+					}
+				})
+				wg.Go(func() {
+					for {
+						after := over.Load()
+						if tm.Stop() && after {
+							t.Errorf("Stop stopped a pending timer after SystemTimer.Stop returned")
+						}
+						ops.Add(1)
+						select {
+						case <-quit:
+							return
+						default:
+						}
+					}
+				})
+			}
+			waitOps(&ops, rand.Int64N(5000))
+			left := st.Stop()
+			over.Store(true)
+			waitOps(&ops, 5000) // a stranded timer is revived here
+			close(quit)
+			wg.Wait()
+			if msg := sameTimers(left, uniq(left)); msg != "" {
+				t.Fatalf("round %d: Stop returned a timer twice", round)
+			}
+			if t.Failed() {
+				t.Fatalf("round %d failed", round)
+			}
+		}
+	})
+}
