@@ -135,7 +135,9 @@ var pairOps = []op{
 		c.t.Reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
 	}},
 	{"ResetZero", func(c *counted, _ *rand.Rand) { c.t.Reset(0) }},
-	{"TryReset", func(c *counted, rng *rand.Rand) { _, _ = c.t.TryReset(time.Duration(rng.IntN(2000)) * time.Microsecond) }},
+	{"TryReset", func(c *counted, rng *rand.Rand) {
+		_, _ = c.t.TryReset(time.Duration(rng.IntN(2000)) * time.Microsecond)
+	}},
 	{"StopRearm", func(c *counted, rng *rand.Rand) {
 		c.t.Stop()
 		c.t.Reset(time.Duration(1+rng.IntN(5)) * time.Millisecond)
