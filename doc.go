@@ -129,9 +129,35 @@
 // it returns false, the callback has been handed to the executor (it ran, is
 // running, or is about to run) or the timer was already stopped. This holds
 // while the driver is moving the timer between buckets or handing it to the
-// pool: a timer leaves the stack by a compare-and-swap, and every other
-// change of its state happens under its shard's lock.
+// pool, and whatever other goroutines do to the same timer at the same time.
 // [Timer.Reset] behaves like [time.Timer.Reset].
+//
+// # Concurrency
+//
+// Any methods of one Timer, of Timers of one shard and of the SystemTimer
+// may be called at the same time from any goroutines; the results are those
+// of some sequential order of the calls. What makes that hold is one rule,
+// written out state by state beside the state constants in timer.go: a
+// timer's links are written by one goroutine at a time, and its state says
+// which. A pending timer is linked into its shard's lists and only the
+// shard's lock holder writes its links; it leaves pending (stopped, fired,
+// returned) only under that lock and only after it is unlinked, so a Reset
+// that re-arms it without the lock never writes links a lock holder still
+// reads. A re-arm takes the timer into a state nobody else acts on, pushes
+// it, and only then makes it queued; a shard that SystemTimer.Stop has
+// closed refuses pushes. So every push that succeeds lands on a stack that
+// the driver or SystemTimer.Stop takes, and nobody can stop or reset a
+// re-armed timer before its push has succeeded. No user code, a Scheduler's
+// Next included, runs under a shard's lock.
+//
+// The concurrency tests race every pair of operations that can come at once
+// on one timer, one shard and the SystemTimer, in child processes, and a
+// separate module (conctest) checks histories of concurrent operations for
+// linearizability against a sequential model of a timer. Built with the
+// timingwheel_failpoints tag, the library yields or spins in the windows
+// between a state change and the writes that follow it, so that the tests
+// reach those windows in seconds; without the tag the hooks compile to
+// nothing.
 //
 // # Timers in the caller's structs
 //
@@ -169,7 +195,10 @@
 // runs the function now (or right after the run in progress) and continues
 // the series from now. A Scheduler's times are measured as [time.Until]
 // measures them: a cron schedule's wall-clock times are not moved by a step
-// of the wall clock.
+// of the wall clock. A Scheduler's Next runs on the executor with no lock
+// held; a Next that panics, or returns a time not after the one before, ends
+// the series, and the [WithPanicHandler] function receives the panic value or
+// an error that says so.
 //
 // # Contexts
 //
