@@ -113,8 +113,7 @@ func (p *periodic) hold() bool {
 	if st.maxPending == 0 || p.held {
 		return true
 	}
-	if st.pending.Add(1) > st.maxPending {
-		st.pending.Add(-1)
+	if !st.tryReserve() {
 		st.rejected.Add(1)
 		return false
 	}
@@ -168,7 +167,7 @@ func (p *periodic) rearm() {
 			prev := p.prev
 			sh.unlock()
 			failpoint("rearm:next")
-			next, ok, bad := p.next(prev, st.clockNow())
+			next, ok, bad := p.nextOrExit(prev, st.clockNow())
 			sh.mu.Lock()
 			if p.stopReq || p.resetReq || sh.closed {
 				continue // Stop or Reset got there meanwhile
@@ -249,6 +248,32 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	t.w.Store(pack(st.dueTick(when), statePending))
 	sh.admit(t, floorDiv(now, st.tick))
 	return false, nil
+}
+
+// nextOrExit is next that also survives a Next that ends its goroutine
+// (runtime.Goexit, as t.FailNow does in a test's Scheduler): recover does not
+// stop that, so the series would stay fired for ever. It ends the series
+// then, and tells the panic handler, before the goroutine goes.
+func (p *periodic) nextOrExit(prev, now time.Time) (next time.Time, ok bool, bad any) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		t := &p.t
+		sh := t.sh
+		sh.mu.Lock()
+		if _, s := unpack(t.w.Load()); s == stateFired && !sh.closed {
+			t.w.Store(pack(0, stateStopped))
+			p.stopReq, p.resetReq = false, false
+			p.release()
+		}
+		sh.unlock()
+		sh.st.pool.Report(errors.New("timingwheel: Scheduler.Next called runtime.Goexit: the series ends"))
+	}()
+	next, ok, bad = p.next(prev, now)
+	returned = true
+	return next, ok, bad
 }
 
 // next returns the first scheduled time after prev that is after now, or

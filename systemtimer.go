@@ -355,27 +355,90 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	if st.closed.Load() {
 		return ErrStopped
 	}
-	if st.maxPending > 0 && t.kind != kindPeriodic {
-		// Reserve a place first, so concurrent callers cannot overshoot
-		// the bound; placing the timer counts it again, so the
-		// reservation is dropped once the timer is in. A periodic timer
-		// holds a place of its own (see ScheduleFunc).
-		if st.pending.Add(1) > st.maxPending {
-			st.pending.Add(-1)
-			st.rejected.Add(1)
-			return ErrTooManyPending
-		}
-		defer st.pending.Add(-1)
-	}
 	sh := t.sh
 	sh.mu.Lock()
-	defer sh.unlock()
 	if sh.closed {
+		sh.unlock()
 		return ErrStopped
+	}
+	if st.maxPending > 0 && t.kind != kindPeriodic {
+		// A periodic timer holds a place of its own (see ScheduleFunc).
+		if !st.reserveLocked(sh) {
+			sh.unlock()
+			return ErrTooManyPending
+		}
+		if sh.closed {
+			st.pending.Add(-1)
+			sh.unlock()
+			return ErrStopped
+		}
+		t.w.Store(pack(st.dueTick(when), statePending))
+		sh.admitReserved(t, floorDiv(now, st.tick))
+		sh.unlock()
+		return nil
 	}
 	t.w.Store(pack(st.dueTick(when), statePending))
 	sh.admit(t, floorDiv(now, st.tick))
+	sh.unlock()
 	return nil
+}
+
+// WithMaxPending's count, st.pending, moves in step with the timers' states
+// as every goroutine can see them:
+//
+//   - An arming takes a place (reserve) only while holding its shard's lock,
+//     and the place becomes the timer's own when it is placed
+//     (admitReserved), or is given back before the lock is released: a
+//     place is never counted twice, nor held by an arming that failed.
+//   - A timer leaves pending (stopped, fired, returned by SystemTimer.Stop)
+//     under its shard's lock, and gives its place back under the same hold.
+//   - Before refusing, an arming takes and releases every shard's lock
+//     (pendingBarrier): every timer that left pending before that has given
+//     its place back, so a refusal is only made while the bound is really
+//     reached by timers pending, or being armed, at once.
+
+// tryReserve takes a place in WithMaxPending's bound, if one is free: a
+// compare-and-swap, so that a failed attempt never inflates the count.
+func (st *SystemTimer) tryReserve() bool {
+	for {
+		c := st.pending.Load()
+		if c >= st.maxPending {
+			return false
+		}
+		if st.pending.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// reserveLocked takes a place in the bound for an arming on sh, whose lock
+// the caller holds; if none is free, it releases the lock for a
+// pendingBarrier, takes it again and tries once more. It reports false,
+// counted as a rejection, if the bound is reached. The caller must look at
+// what it read under the lock again if reserveLocked released it: it says
+// so by sh.closed, or the timer's state, having changed.
+func (st *SystemTimer) reserveLocked(sh *shard) bool {
+	if st.tryReserve() {
+		return true
+	}
+	sh.unlock()
+	st.pendingBarrier()
+	sh.mu.Lock()
+	if st.tryReserve() {
+		return true
+	}
+	st.rejected.Add(1)
+	return false
+}
+
+// pendingBarrier takes and releases every shard's lock in turn, so that
+// every timer that left pending under a lock before it has given its place
+// in the bound back. Called with no shard lock held.
+func (st *SystemTimer) pendingBarrier() {
+	for i := range st.shards {
+		st.shards[i].mu.Lock()
+		st.shards[i].mu.Unlock() //nolint:staticcheck // an empty critical section is the point
+	}
 }
 
 // drainShard places the timers of sh's incoming stack.
@@ -388,12 +451,13 @@ func (st *SystemTimer) drainShard(sh *shard, now int64) {
 // fireNew hands a new timer to the executor at once.
 func (st *SystemTimer) fireNew(t *Timer) error {
 	sh := t.sh
+	nowTick := floorDiv(st.now(), st.tick) // the clock may be the user's: read it with no lock held
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.closed {
 		return ErrStopped
 	}
-	t.w.Store(pack(floorDiv(st.now(), st.tick), stateFired)) // due now, for the lateness
+	t.w.Store(pack(nowTick, stateFired)) // due now, for the lateness
 	sh.stats.armed++
 	sh.fireNow(t) // accepted: the pool closes only after every shard
 	return nil
@@ -460,6 +524,7 @@ func (st *SystemTimer) Stop() []*Timer {
 			}
 			t = next
 		}
+		counted := 0 // places in WithMaxPending's bound given back
 		collect := func(l *lanes) {
 			for i := range l.lane {
 				root := &l.lane[i]
@@ -467,6 +532,11 @@ func (st *SystemTimer) Stop() []*Timer {
 					next := t.next
 					t.next, t.prev = nil, nil
 					t.w.Store(pack(0, stateReturned))
+					if t.kind == kindPeriodic {
+						periodicOf(t).release()
+					} else {
+						counted++
+					}
 					left = append(left, t)
 					t = next
 				}
@@ -481,6 +551,9 @@ func (st *SystemTimer) Stop() []*Timer {
 			lv.eachBucket(func(_ int, b *bucket) { collect(&b.root) })
 		}
 		sh.count = 0
+		if st.maxPending > 0 {
+			st.pending.Add(int64(-counted))
+		}
 		sh.mu.Unlock()
 	}
 	for _, t := range st.pool.Close() {

@@ -317,8 +317,13 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 				return false, ErrStopped
 			}
 			failpoint("reset:pushed")
-			// Nobody else changes an arming timer: this cannot fail.
-			t.w.Store(pack(when, stateQueued))
+			// Nobody else changes an arming timer whose push succeeded:
+			// the drainer and SystemTimer.Stop wait for it, and the only
+			// other writer, the executor's Close in SystemTimer.Stop, runs
+			// after every shard's stack was taken, which waited for this.
+			if !t.w.CompareAndSwap(pack(when, stateArming), pack(when, stateQueued)) && debugChecks {
+				panic("timingwheel: internal error: an arming timer changed under its pusher")
+			}
 			if atomic.LoadUint32(&t.depth) >= drainDepth || when < st.wakeAt.Load() {
 				st.drainShard(sh, st.now())
 			}
@@ -338,12 +343,6 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 	st := sh.st
 	when := satAdd(now, int64(d))
 	nowTick := floorDiv(now, st.tick)
-	reserved := false
-	defer func() {
-		if reserved {
-			st.pending.Add(-1)
-		}
-	}()
 	sh.mu.Lock()
 	defer sh.unlock()
 	if sh.closed {
@@ -387,20 +386,28 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 				}
 				continue
 			}
-			if st.maxPending > 0 && !reserved {
-				// As startLocked: reserve a place, so that concurrent
-				// callers cannot overshoot the bound.
-				if st.pending.Add(1) > st.maxPending {
-					st.pending.Add(-1)
-					st.rejected.Add(1)
-					return false, ErrTooManyPending
+			if st.maxPending == 0 {
+				if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
+					continue
 				}
-				reserved = true
+				sh.admit(t, nowTick)
+				return false, nil
+			}
+			if !st.reserveLocked(sh) {
+				if t.w.Load() != w || sh.closed {
+					continue // changed while the lock was released: look again
+				}
+				return false, ErrTooManyPending
+			}
+			if sh.closed {
+				st.pending.Add(-1)
+				return false, ErrStopped
 			}
 			if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
+				st.pending.Add(-1) // changed while the lock was released
 				continue
 			}
-			sh.admit(t, nowTick)
+			sh.admitReserved(t, nowTick)
 			return false, nil
 		default: // stateReturned
 			return false, ErrStopped

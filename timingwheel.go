@@ -281,6 +281,20 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 	sh.addPendingOf(t, 1)
 }
 
+// admitReserved is admit for a timer that holds a place in WithMaxPending's
+// bound, reserved by the caller under mu: the place becomes the timer's, or
+// is given back if the timer is due at once. Called with mu held.
+func (sh *shard) admitReserved(t *Timer, nowTick int64) {
+	sh.stats.armed++
+	if sh.link(t, nowTick) {
+		sh.st.pending.Add(-1)
+		sh.stats.fired++
+		sh.st.pool.Submit(t)
+		return
+	}
+	sh.count++
+}
+
 // relink places t again after its due tick moved (pending, counted, and
 // linked nowhere), or hands it to the executor if it is due now. Called
 // with mu held.
