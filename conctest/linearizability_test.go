@@ -1,0 +1,90 @@
+package conctest
+
+import (
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// childTimeout bounds a test's child process: a hang fails the test then.
+const childTimeout = 2 * time.Minute
+
+// budget returns how many histories a test records at most, and for how
+// long: CONCTEST_HISTORIES and CONCTEST_BUDGET (a duration) override them,
+// to run longer locally; -short runs a tenth.
+func budget(n int) (int, time.Duration) {
+	d := 6 * time.Second
+	if raceEnabled {
+		d = 10 * time.Second
+	}
+	if testing.Short() {
+		n, d = max(n/10, 10), d/10
+	}
+	if v, err := strconv.Atoi(os.Getenv("CONCTEST_HISTORIES")); err == nil && v > 0 {
+		n, d = v, time.Hour
+	}
+	if v, err := time.ParseDuration(os.Getenv("CONCTEST_BUDGET")); err == nil && v > 0 {
+		d = v
+	}
+	return n, d
+}
+
+// seedBase returns the first history's seed: CONCTEST_SEED, or random.
+// The seed fixes the operations a history makes, not their interleaving.
+func seedBase(t *testing.T) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("CONCTEST_SEED"), 0, 64); err == nil {
+		return v
+	}
+	s := rand.Uint64()
+	t.Logf("CONCTEST_SEED=%#x", s)
+	return s
+}
+
+// runHistories records and checks histories of cfg's kind, with GOMAXPROCS
+// above the core count (so the OS preempts goroutines anywhere), until n
+// are checked, the time budget is spent, or three have failed.
+func runHistories(t *testing.T, cfg config, n int) {
+	isolate(t, childTimeout, func(t *testing.T) {
+		old := runtime.GOMAXPROCS(8)
+		defer runtime.GOMAXPROCS(old)
+		n, d := budget(n)
+		seed := seedBase(t)
+		deadline := time.Now().Add(d)
+		var res checkResult
+		failed := 0
+		for i := 0; i < n && failed < 3 && time.Now().Before(deadline); i++ {
+			if !check(t, record(t, seed+uint64(i), cfg), cfg.maxPending, &res) {
+				failed++
+			}
+		}
+		t.Logf("%d histories, %d partitions checked, %d unknown (timed out); outcomes: %v", res.histories, res.checks, res.unknown, res.seen)
+		if res.unknown*2 > res.checks {
+			t.Fatalf("%d of %d checks timed out: the histories are too large to check", res.unknown, res.checks)
+		}
+	})
+}
+
+// TestLinearizable: operations on timers, then SystemTimer.Stop.
+func TestLinearizable(t *testing.T) {
+	runHistories(t, config{}, 400)
+}
+
+// TestLinearizableRacingStop: SystemTimer.Stop at a random moment, racing
+// the operations and the creation of AfterFunc timers.
+func TestLinearizableRacingStop(t *testing.T) {
+	runHistories(t, config{raceStop: true}, 400)
+}
+
+// TestLinearizableMaxPending: WithMaxPending(1), so that arming one timer
+// refuses the others; checked as a whole, since the bound ties the timers.
+func TestLinearizableMaxPending(t *testing.T) {
+	runHistories(t, config{maxPending: 1}, 300)
+}
+
+// TestLinearizableMaxPendingRacingStop: both, with a bound of 2.
+func TestLinearizableMaxPendingRacingStop(t *testing.T) {
+	runHistories(t, config{maxPending: 2, raceStop: true}, 300)
+}

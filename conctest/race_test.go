@@ -1,0 +1,5 @@
+//go:build race
+
+package conctest
+
+const raceEnabled = true
