@@ -1,0 +1,319 @@
+package purgatory
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
+)
+
+// The concurrency suite of the purgatory on the real clock: completion
+// (TryComplete through CheckAndComplete, ForceComplete from outside) racing
+// expiry, CancelForKey and Close, from many goroutines with GOMAXPROCS
+// above the core count, each body in a child process (a crash or a hang
+// fails that test alone). TestMain's goleak check fails the child if a
+// goroutine is left. Unlike TestStressEveryOperationEndsOnce, which runs in
+// a synctest bubble, the goroutines here are preempted anywhere, and Close
+// comes in the middle.
+
+// concTimeout bounds a child process: a hang fails the test then.
+const concTimeout = 2 * time.Minute
+
+// concKeys is the number of keys the operations share.
+const concKeys = 8
+
+// concOp completes once need events have happened on its keys since it was
+// submitted. It counts its calls and notices the calls that break the
+// order the purgatory promises.
+type concOp struct {
+	Op
+	keys     []int
+	events   *[concKeys]atomic.Int64
+	baseline int64
+	need     int64
+	start    time.Time     // a clock reading before TryCompleteElseWatch
+	done     chan struct{} // closed by the first OnComplete
+
+	tries, completes, expirations atomic.Int32
+	inTry                         atomic.Int32
+	overlap, endDuringTry, early  atomic.Bool
+	completeBeforeExpire          atomic.Bool
+	canceled                      atomic.Bool  // returned by CancelForKey
+	closedOut                     atomic.Int32 // times Close returned it
+	refused                       bool         // TryCompleteElseWatch returned an error
+}
+
+func (o *concOp) seen() int64 {
+	n := int64(0)
+	for _, k := range o.keys {
+		n += o.events[k].Load()
+	}
+	return n
+}
+
+func (o *concOp) TryComplete() bool {
+	if o.inTry.Add(1) != 1 {
+		o.overlap.Store(true)
+	}
+	defer o.inTry.Add(-1)
+	o.tries.Add(1)
+	if o.seen()-o.baseline < o.need {
+		return false
+	}
+	return o.ForceComplete()
+}
+
+func (o *concOp) OnExpiration() {
+	if o.inTry.Load() != 0 {
+		o.endDuringTry.Store(true)
+	}
+	// start was read before the timeout was armed: if less than Timeout
+	// has passed since, the expiry is early.
+	if time.Since(o.start) < o.Timeout {
+		o.early.Store(true)
+	}
+	if o.completes.Load() != 0 {
+		o.completeBeforeExpire.Store(true)
+	}
+	o.expirations.Add(1)
+}
+
+func (o *concOp) OnComplete() {
+	if o.inTry.Load() != 0 {
+		o.endDuringTry.Store(true)
+	}
+	if o.completes.Add(1) == 1 {
+		close(o.done)
+	}
+}
+
+// TestConcurrentCompleteExpireCancelClose races, on a purgatory with the
+// caller's SystemTimer (its own in the Close variant), two submitters (timeouts of 0 to 5ms, one to three keys
+// each), four goroutines that make events and call CheckAndComplete, now
+// and then CancelForKey and ForceComplete, and, in the Close variant, a
+// Close at a random moment. Checks: every operation ends exactly once
+// (OnComplete once, OnExpiration at most once and before it, never while a
+// TryComplete runs, tries never overlapping), and once everything returned
+// nothing is left running: a completed operation has had its OnComplete,
+// and ForceComplete ends each of the others at once; no expiry is early,
+// none comes to an operation CancelForKey or Close returned; Close returns
+// each operation at most once; Stats counts every expiry; Watched and
+// NumDelayed come back to 0, and, without Close racing, the counters match
+// the watch lists (checkInvariants) once every operation not canceled has
+// ended.
+func TestConcurrentCompleteExpireCancelClose(t *testing.T) {
+	for _, closeRaces := range []bool{false, true} {
+		name := "CompleteVsExpiryVsCancelForKey"
+		if closeRaces {
+			name = "CompleteVsExpiryVsCancelForKeyVsClose"
+		}
+		t.Run(name, func(t *testing.T) {
+			isolate.Run(t, concTimeout, func(t *testing.T) {
+				old := runtime.GOMAXPROCS(8)
+				defer runtime.GOMAXPROCS(old)
+				end := time.Now().Add(1500 * time.Millisecond)
+				for round := 0; round < 3 || time.Now().Before(end); round++ {
+					purgatoryRound(t, closeRaces, uint64(round))
+					if t.Failed() {
+						t.Fatalf("round %d failed", round)
+					}
+				}
+			})
+		})
+	}
+}
+
+func purgatoryRound(t *testing.T, closeRaces bool, seed uint64) {
+	opts := []Option{WithPurgeInterval(int(seed % 20))}
+	var st *timingwheel.SystemTimer // the caller's, without Close racing: see below
+	if !closeRaces {
+		var err error
+		if st, err = timingwheel.New(); err != nil {
+			t.Fatal(err)
+		}
+		defer st.Stop()
+		opts = append(opts, WithTimer(st))
+	}
+	p, err := New[int](opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perSubmitter := 400
+	if raceEnabled {
+		perSubmitter = 150
+	}
+	var events [concKeys]atomic.Int64
+	var mu sync.Mutex
+	var ops []*concOp      // guarded by mu
+	var closed atomic.Bool // set before Close is called: ErrClosed is expected from then on
+	var closeLeft []Operation
+	stop := make(chan struct{})
+	var submitters, workers sync.WaitGroup
+
+	for s := range 2 {
+		submitters.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(s)))
+			for range perSubmitter {
+				keys := []int{rng.IntN(concKeys), rng.IntN(concKeys), rng.IntN(concKeys)}[:1+rng.IntN(3)]
+				o := &concOp{
+					Op:     Op{Timeout: time.Duration(rng.IntN(5000)) * time.Microsecond},
+					keys:   keys,
+					events: &events,
+					need:   int64(rng.IntN(40)),
+					done:   make(chan struct{}),
+				}
+				o.baseline = o.seen()
+				o.start = time.Now()
+				if _, err := p.TryCompleteElseWatch(o, keys...); err != nil {
+					if err != ErrClosed || !closed.Load() {
+						t.Errorf("TryCompleteElseWatch: %v", err)
+					}
+					o.refused = true
+				}
+				mu.Lock()
+				ops = append(ops, o)
+				mu.Unlock()
+				if rng.IntN(8) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	for w := range 4 {
+		workers.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, 10+uint64(w)))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := rng.IntN(concKeys)
+				events[k].Add(1)
+				if _, err := p.CheckAndComplete(k); err != nil && (err != ErrClosed || !closed.Load()) {
+					t.Errorf("CheckAndComplete: %v", err)
+				}
+				switch rng.IntN(64) {
+				case 0:
+					canceled, err := p.CancelForKey(k)
+					if err != nil && (err != ErrClosed || !closed.Load()) {
+						t.Errorf("CancelForKey: %v", err)
+					}
+					for _, op := range canceled {
+						op.(*concOp).canceled.Store(true)
+					}
+				case 1, 2:
+					mu.Lock()
+					var o *concOp
+					if len(ops) > 0 {
+						o = ops[rng.IntN(len(ops))]
+					}
+					mu.Unlock()
+					if o != nil {
+						o.ForceComplete()
+					}
+				}
+				if rng.IntN(4) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	closer := make(chan struct{})
+	go func() {
+		defer close(closer)
+		if closeRaces {
+			spin := time.Duration(rand.New(rand.NewPCG(seed, 99)).IntN(20_000)) * time.Microsecond
+			for start := time.Now(); time.Since(start) < spin; {
+				runtime.Gosched()
+			}
+			closed.Store(true) // before: Close refuses calls from its start
+			closeLeft = p.Close()
+		}
+	}()
+	submitters.Wait()
+	close(stop)
+	workers.Wait()
+	<-closer
+
+	delayed := 0 // NumDelayed after Close
+	if !closeRaces {
+		// Every operation that still has its timeout ends within its
+		// 5ms, by the timer; those CancelForKey returned wait for
+		// ForceComplete. Then stopping the SystemTimer waits for the
+		// expiries' callbacks, which purge after OnComplete: nothing
+		// runs, and the counters must match the lists. A timer Stop
+		// returns never runs: it was handed over too late for its
+		// operation's cancel to stop it, and stays counted.
+		for _, o := range ops {
+			if !o.canceled.Load() {
+				testwait.Recv(t, o.done, "an operation's end")
+			}
+		}
+		delayed = len(st.Stop())
+		checkInvariants(t, p)
+		if n := p.NumDelayed(); n != delayed {
+			t.Errorf("NumDelayed is %d with every timeout fired or canceled, %d never run", n, delayed)
+		}
+		closeLeft = p.Close()
+	}
+	if p.Close() != nil {
+		t.Error("a second Close returned operations")
+	}
+	for _, op := range closeLeft {
+		op.(*concOp).closedOut.Add(1)
+	}
+	if n := p.Watched(); n != 0 {
+		t.Errorf("Watched is %d after Close", n)
+	}
+	if n := p.NumDelayed(); n != delayed {
+		t.Errorf("NumDelayed is %d after Close; want %d", n, delayed)
+	}
+
+	// Close stopped the SystemTimer, waiting for its callbacks, and every
+	// goroutine that tried operations has returned: nothing runs. A
+	// completed operation has had its OnComplete; ForceComplete ends any
+	// other one now, on this goroutine.
+	var expired uint64
+	for i, o := range ops {
+		if o.IsCompleted() {
+			if n := o.completes.Load(); n != 1 {
+				t.Errorf("op %d: completed, and OnComplete ran %d times once everything returned", i, n)
+			}
+		} else if !o.ForceComplete() {
+			t.Errorf("op %d: not completed, and ForceComplete failed once everything returned", i)
+		}
+		switch {
+		case o.completes.Load() != 1:
+			t.Errorf("op %d: OnComplete ran %d times", i, o.completes.Load())
+		case o.expirations.Load() > 1:
+			t.Errorf("op %d: OnExpiration ran %d times", i, o.expirations.Load())
+		case o.overlap.Load():
+			t.Errorf("op %d: two TryComplete calls at once", i)
+		case o.endDuringTry.Load():
+			t.Errorf("op %d: OnExpiration or OnComplete ran during a TryComplete", i)
+		case o.completeBeforeExpire.Load():
+			t.Errorf("op %d: OnComplete before OnExpiration", i)
+		case o.early.Load():
+			t.Errorf("op %d: expired before its timeout of %v", i, o.Timeout)
+		case o.expirations.Load() != 0 && o.canceled.Load():
+			t.Errorf("op %d: expired, though CancelForKey returned it", i)
+		case o.expirations.Load() != 0 && o.closedOut.Load() != 0:
+			t.Errorf("op %d: expired, though Close returned it", i)
+		case o.closedOut.Load() > 1:
+			t.Errorf("op %d: Close returned it %d times", i, o.closedOut.Load())
+		case o.refused && (o.closedOut.Load() != 0 || o.expirations.Load() != 0):
+			t.Errorf("op %d: refused, yet returned by Close or expired", i)
+		}
+		expired += uint64(o.expirations.Load())
+	}
+	if s := p.Stats(); s.Expired != expired || s.Lateness.Count() != expired {
+		t.Errorf("Stats: Expired %d, Lateness.Count %d; %d operations expired", s.Expired, s.Lateness.Count(), expired)
+	}
+}
