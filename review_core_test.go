@@ -59,6 +59,11 @@ func TestReviewPostponeNeverEarly(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			// Reset(1h) reported false only for a timer already handed to
+			// the executor, so waitIdle is what the counts wait for. The
+			// pause is no synchronisation: it gives a postponed timer that
+			// the driver fired by its old deadline (1ms, long past) time to
+			// show up as a run.
 			time.Sleep(5 * time.Millisecond)
 			waitIdle(t, st)
 			for i, c := range timers {
