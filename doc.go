@@ -144,7 +144,8 @@
 // returned) only under that lock and only after it is unlinked, so a Reset
 // that re-arms it without the lock never writes links a lock holder still
 // reads. A re-arm takes the timer into a state nobody else acts on, pushes
-// it, and only then makes it queued; a shard that SystemTimer.Stop has
+// it, and only then makes it queued; a Stop takes a queued timer into the
+// same state to pop it off the stack. A shard that SystemTimer.Stop has
 // closed refuses pushes. So every push that succeeds lands on a stack that
 // the driver or SystemTimer.Stop takes, and nobody can stop or reset a
 // re-armed timer before its push has succeeded. No user code, a Scheduler's
@@ -167,6 +168,13 @@
 // often as needed, and neither allocates. The zero Timer is unbound: its
 // methods panic, as a time.Timer's do when it was not made by the time
 // package.
+//
+// Once Stop has returned true, or the timer's function has returned, and no
+// other call on the timer is under way, the library holds no pointer to
+// the timer: the struct holding it may be zeroed, pooled and bound again.
+// (A Stop that finds the timer still on its shard's incoming stack takes it
+// off: by one CAS if it is on top, as it is when nothing else was armed on
+// the shard since; else by draining the stack under the shard's lock.)
 //
 // # Bounds
 //

@@ -9,11 +9,12 @@ import (
 // is counted where the transition it counts already holds the lock, so that
 // AfterFunc, Stop and Reset, which take no lock, pay nothing for them. A
 // timer armed or stopped without the lock is counted when the stack it was
-// pushed on is drained.
+// pushed on is drained, or, if its Stop pops it off the stack, in
+// shard.unstacked.
 type shardStats struct {
 	armed     uint64 // armings that entered the wheel: placed, or fired at once
 	fired     uint64 // handed to the executor
-	stopped   uint64 // stopped while pending
+	stopped   uint64 // stopped while pending, or drained stopped
 	postponed uint64 // found pushed back in an expired level-0 bucket, placed again
 	moved     uint64 // Reset to an earlier deadline (under the lock)
 	cascaded  uint64 // moved out of an expired bucket of a higher level
@@ -99,9 +100,10 @@ func (st *SystemTimer) Stats() Stats {
 		sh.drain(now)
 		s.Pending += sh.count
 		s.Levels = max(s.Levels, len(sh.levels))
-		s.Armed += sh.stats.armed
+		u := sh.unstacked.Load() // armed and stopped before they were placed
+		s.Armed += sh.stats.armed + u
 		s.Fired += sh.stats.fired
-		s.Stopped += sh.stats.stopped
+		s.Stopped += sh.stats.stopped + u
 		s.Postponed += sh.stats.postponed
 		s.Moved += sh.stats.moved
 		s.Cascaded += sh.stats.cascaded

@@ -290,11 +290,11 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 		return st.startLocked(t, when, now)
 	}
 	t.initQueued(when)
-	if !t.sh.push(t, true) {
+	if !t.sh.push(t) {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.
 		return ErrStopped
 	}
-	if t.depth < drainDepth && when >= st.wakeAt.Load() {
+	if t.sh.pushed.Add(1) < drainDepth && when >= st.wakeAt.Load() {
 		return nil // the common case
 	}
 	st.drainShard(t.sh, st.now())
@@ -308,8 +308,10 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 // timers keep there) or when its deadline is before wakeAt (the driver may
 // sleep past it).
 
-// drainDepth is how many timers an incoming stack holds before the pusher
-// drains it itself: it bounds the memory that stopped timers keep there.
+// drainDepth is how many pushes a shard takes before the pusher drains its
+// stack itself: it bounds the work a drain does under the lock, and the
+// memory a stack keeps. The count is shard.pushed, a hint: a timer its
+// Stop popped again still counts, which only brings the drain sooner.
 const drainDepth = 1024
 
 // closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop
@@ -317,33 +319,25 @@ const drainDepth = 1024
 // timer is never pushed on a stack nobody will take (issue 18, defect 4).
 var closedStack = new(Timer)
 
-// push puts t, queued (or arming), on its shard's incoming stack without
-// taking a lock, to be placed in a bucket later by whoever drains the
-// stack, and reports true; or reports false, pushing nothing, if the shard
-// is closed. Leaving t on the stack is safe for a timer due at or after
-// wakeAt, because the driver drains every stack before it sleeps past
-// wakeAt; the driver publishes wakeAt before it drains, and the pusher
-// reads it after pushing, so one of them sees the other. Stopping a timer
-// still on the stack is one CAS. Only a timer that is neither on the stack
-// nor in a drainer's hands is pushed (see the states in timer.go), so the
-// stack has no ABA problem. fresh says no other goroutine can see t yet.
-// Small enough to inline.
-func (sh *shard) push(t *Timer, fresh bool) bool {
+// push puts t, queued (or owned by its pusher), on its shard's incoming
+// stack without taking a lock, to be placed in a bucket later by whoever
+// drains the stack, and reports true; or reports false, pushing nothing,
+// if the shard is closed. The caller counts the push in sh.pushed. Leaving
+// t on the stack is safe for a timer due at or after wakeAt, because the
+// driver drains every stack before it sleeps past wakeAt; the driver
+// publishes wakeAt before it drains, and the pusher reads it after
+// pushing, so one of them sees the other. Only a timer that is neither on
+// the stack nor in a drainer's hands is pushed (see the states in
+// timer.go). A push reads nothing of the timer below it, which may be
+// popped and reused by its owner meanwhile (see Timer.Stop).
+func (sh *shard) push(t *Timer) bool {
 	for {
 		h := sh.incoming.Load()
 		if h == closedStack {
 			return false
 		}
 		t.next = h
-		d := uint32(1)
-		if h != nil {
-			d = atomic.LoadUint32(&h.depth) + 1 // it only triggers drains
-		}
-		if fresh {
-			t.depth = d
-		} else {
-			atomic.StoreUint32(&t.depth, d)
-		}
+		failpoint("push:head")
 		if sh.incoming.CompareAndSwap(h, t) {
 			return true
 		}
@@ -519,7 +513,7 @@ func (st *SystemTimer) Stop() []*Timer {
 		// the stack taken here.
 		for t := sh.incoming.Swap(closedStack); t != nil; {
 			next := t.next
-			t.next = nil
+			clearNext(t)
 			if takeFromStack(t) {
 				left = append(left, t)
 			}
@@ -588,8 +582,8 @@ func takeFromStack(t *Timer) bool {
 	for {
 		w := t.w.Load()
 		switch _, s := unpack(w); s {
-		case stateArming:
-			waitArming() // its pusher makes it queued
+		case stateOwned:
+			waitOwned() // its pusher makes it queued
 		case stateQueued:
 			if t.w.CompareAndSwap(w, pack(0, stateReturned)) {
 				return true

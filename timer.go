@@ -18,7 +18,8 @@ type Timer struct {
 	// next and prev link the timer into a bucket or a shard's transit,
 	// cascade or never list; guarded by sh.mu. While the timer is queued,
 	// next links the incoming stack: written by the pusher before the push,
-	// read and cleared by the drainer after the pop.
+	// read by the popper, and cleared by it (atomically: a Stop taking the
+	// timer off the stack may read it meanwhile; see Timer.Stop).
 	next, prev *Timer
 	f          func() // set when the timer is made or bound, then immutable; nil for contexts and periodic timers
 	sh         *shard // set when the timer is made or bound, then immutable; nil: unbound
@@ -31,49 +32,56 @@ type Timer struct {
 	// under sh.mu; the others without it: queuing it (Reset of a timer that
 	// is not pending), stopping or re-arming a queued timer, and postponing
 	// a pending one (Reset to a later deadline; see Timer.Reset).
-	w atomic.Int64
-	// depth is the height of the incoming stack with this timer on top. Its
-	// pusher writes it before the push; the next pusher reads it
-	// atomically, since a timer popped and pushed again may be written
-	// while a pusher that saw it as the head reads it.
-	depth uint32
-	kind  uint8 // set when the timer is made or bound, then immutable
+	w    atomic.Int64
+	kind uint8 // set when the timer is made or bound, then immutable
 }
 
 // Timer states, kept in the low bits of Timer.w.
 //
-//	idle ─Reset─► arming ─push─► queued ─drain─► pending ─due─► fired ─Reset─► arming …
-//	                │ ▲            │ ▲              │
-//	    push failed ◄─┘          Stop Reset        Stop
-//	   (shard closed)              ▼ │              ▼
-//	                         queuedStopped ─drain─► stopped ─Reset─► arming …
+//	idle ─Reset─► owned ─push─► queued ─drain─► pending ─due─► fired ─Reset─► owned …
+//	                │ ▲           │ ▲ │             │
+//	    push failed ◄─┘        Reset│ Stop         Stop
+//	   (shard closed)               │ ▼             ▼
+//	              queuedStopped ◄─ owned ─pop─► stopped ─Reset─► owned …
+//	                   │ (not on top)                ▲
+//	                   └──────────drain──────────────┘
 //
 // Reset also moves a pending timer to a later deadline in place (pending
 // ─Reset─► pending) and, under the lock, to an earlier one. SystemTimer.Stop
 // moves every timer it takes to returned, which is final.
 //
-// Who may write the links (next, prev) and depth in each state. This is
-// the rule every transition is checked against: a timer's links are
-// written by one goroutine at a time, and the state says which.
+// Who may write the links (next, prev) in each state. This is the rule
+// every transition is checked against: a timer's links are written by one
+// goroutine at a time, and the state says which.
 //
 //   - idle, stopped, fired, returned: the timer is on no list and no stack,
 //     and its links are nil. Nobody writes them. The only way out (but
-//     SystemTimer.Stop's) is a compare-and-swap into arming, or into pending
+//     SystemTimer.Stop's) is a compare-and-swap into owned, or into pending
 //     under the shard's lock; its winner owns the links from then on.
-//   - arming: the goroutine whose CAS made it arming owns the timer. It
-//     writes next and depth, pushes the timer on its shard's incoming stack,
-//     and then, without taking a lock or blocking, moves it to queued if the
-//     push succeeded, or back to the state it came from if the shard was
-//     closed. Nobody else changes an arming timer: Stop, Reset, the drainer
-//     and SystemTimer.Stop wait for it to leave arming. So a Reset that
-//     re-arms a timer is seen by others only once its push has succeeded:
-//     nobody can act on a timer that SystemTimer.Stop will never see.
+//   - owned: the goroutine whose CAS made it owned holds the timer, to move
+//     it onto its shard's incoming stack or off it, without taking a lock or
+//     blocking; nobody else changes an owned timer: Stop, Reset, the
+//     drainer and SystemTimer.Stop wait for it to leave owned.
+//     A Reset that re-arms the timer (value: the deadline) writes next,
+//     pushes the timer, and moves it to queued if the push succeeded, or
+//     back to the state it came from if the shard was closed. So a re-armed
+//     timer is seen by others only once its push has succeeded: nobody can
+//     act on a timer that SystemTimer.Stop will never see.
+//     A Stop of a queued timer (value: 0) pops the timer if it is on top of
+//     the stack, clears next and moves it to stopped; if it is not on top
+//     (or a drainer took the stack meanwhile), it moves it to queuedStopped
+//     and drains the stack under the lock. Either way, when Stop returns,
+//     the timer is on no stack: the library keeps no pointer to it, and
+//     its owner may reuse its memory. The pop has no ABA problem: an owned
+//     timer cannot be pushed again, so if it is on top when the pop's CAS
+//     runs, it has been there since its push, with next as its pusher wrote it.
 //   - queued, queuedStopped: the timer is on a live incoming stack, or in
 //     the hands of the goroutine that popped it there, which holds the
 //     shard's lock (a drainer, or SystemTimer.Stop). next is the stack's
 //     link, written by the pusher before the push and read and cleared by
-//     the popper; prev is nil. Stop and Reset change the state word alone,
-//     by CAS; only the popper moves the timer out of these states.
+//     the popper; prev is nil. Reset changes the state word alone, by CAS,
+//     and Stop makes the timer owned; only the popper moves the timer out of
+//     these states to pending, stopped or returned.
 //   - pending: the timer is linked into a bucket or one of its shard's
 //     lists, and next and prev are written only under the shard's lock.
 //     Reset to a later deadline changes the due tick in the state word
@@ -84,7 +92,7 @@ type Timer struct {
 //     holder still reads.
 //
 // Only a timer in none of the stack states is pushed, so a timer is never on
-// a stack twice, and the stack has no ABA problem.
+// a stack twice.
 const (
 	stateIdle          uint32 = iota // never armed: the zero value
 	stateQueued                      // on the incoming stack, armed; value: the deadline, ns
@@ -93,7 +101,7 @@ const (
 	stateFired                       // handed to the executor (for a periodic timer: until its next run is scheduled); value: the due tick
 	stateStopped                     // stopped; in no list and not on the stack
 	stateReturned                    // returned by SystemTimer.Stop: final
-	stateArming                      // being pushed by the Reset that re-arms it; value: the deadline, ns
+	stateOwned                       // held by one goroutine while it pushes the timer (value: the deadline, ns) or pops it (value: 0)
 )
 
 const (
@@ -137,6 +145,9 @@ func (t *Timer) initQueued(when int64) {
 //
 // Bind panics if f is nil or t is bound already. A Timer bound to a
 // SystemTimer that is stopped is never armed: TryReset returns ErrStopped.
+// Once Stop has returned true, or f has returned, and no other call on t is
+// under way, the library holds no pointer to t: the struct holding it may
+// be zeroed and bound again.
 func (st *SystemTimer) Bind(t *Timer, f func()) {
 	st.mustBeMade("Bind")
 	switch {
@@ -166,7 +177,8 @@ func (t *Timer) Stop() bool {
 		w := t.w.Load()
 		switch _, s := unpack(w); s {
 		case stateQueued:
-			if t.w.CompareAndSwap(w, pack(0, stateQueuedStopped)) {
+			if t.w.CompareAndSwap(w, pack(0, stateOwned)) {
+				sh.unstack(t)
 				return true
 			}
 		case statePending:
@@ -176,20 +188,43 @@ func (t *Timer) Stop() bool {
 			if stopped {
 				return true
 			}
-		case stateArming:
-			waitArming()
+		case stateOwned:
+			waitOwned()
 		default:
 			return false
 		}
 	}
 }
 
-// waitArming waits a moment for the goroutine that is pushing a timer to
-// move it out of arming, which it does without a lock or a block (see the
-// states): it spins a little, then yields.
-func waitArming() {
-	failpoint("waitArming")
+// waitOwned waits a moment for the goroutine that is pushing a timer or
+// popping it to move it out of owned, which it does without a lock or a
+// block (see the states): it yields.
+func waitOwned() {
+	failpoint("waitOwned")
 	runtime.Gosched()
+}
+
+// unstack takes t, which the caller's Stop moved from queued to owned, off
+// its shard's incoming stack, and leaves it stopped (see the states). The
+// common case, a timer stopped soon after it was armed, with nothing armed
+// on its shard since, is two atomic operations and no lock: the stack's
+// head is t, and a CAS pops it. Else the drainer settles it, under the lock.
+func (sh *shard) unstack(t *Timer) {
+	failpoint("unstack:owned")
+	if sh.incoming.Load() == t {
+		// A drainer that took the stack since clears next atomically.
+		next := (*Timer)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.next))))
+		failpoint("unstack:next")
+		if sh.incoming.CompareAndSwap(t, next) {
+			t.next = nil
+			sh.unstacked.Add(1)
+			t.w.Store(pack(0, stateStopped))
+			return
+		}
+	}
+	failpoint("unstack:below")
+	t.w.Store(pack(0, stateQueuedStopped))
+	sh.st.drainShard(sh, sh.st.now())
 }
 
 // stopPending stops t if it is pending, and reports whether it did. Called
@@ -265,22 +300,28 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 	if sh == nil {
 		panic("timingwheel: " + name + " called on an unbound Timer")
 	}
-	if t.kind != kindOnce {
+	if t.kind == kindPeriodic {
 		return periodicOf(t).reset(d)
 	}
-	st := sh.st
-	now := st.now()
+	now := sh.st.now()
 	if d <= 0 {
-		return t.resetLocked(d, now)
+		return t.resetLocked(now, now)
 	}
-	when := satAdd(now, int64(d))
+	return t.resetTo(satAdd(now, int64(d)), now)
+}
+
+// resetTo is Reset to the deadline when, after now (both ns since the
+// epoch), read from the clock by the caller.
+func (t *Timer) resetTo(when, now int64) (bool, error) {
+	sh := t.sh
+	st := sh.st
 	for {
 		w := t.w.Load()
 		switch v, s := unpack(w); s {
 		case statePending:
 			due := st.dueTick(when)
 			if due < v {
-				return t.resetLocked(d, now) // earlier: another bucket
+				return t.resetLocked(when, now) // earlier: another bucket
 			}
 			if t.w.CompareAndSwap(w, pack(due, statePending)) {
 				return true, nil
@@ -290,7 +331,7 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 			// by. As for a push, the deadline must not be before wakeAt,
 			// read after the change (see shard.push).
 			if when > maxValue || when < st.wakeAt.Load() {
-				return t.resetLocked(d, now)
+				return t.resetLocked(when, now)
 			}
 			if t.w.CompareAndSwap(w, pack(when, stateQueued)) {
 				if when < st.wakeAt.Load() {
@@ -300,20 +341,20 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 			}
 		case stateIdle, stateStopped, stateFired:
 			if when > maxValue || when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
-				return t.resetLocked(d, now)
+				return t.resetLocked(when, now)
 			}
 			// Take the timer (see the states): from here until it is
 			// queued, nobody else acts on it.
-			if !t.w.CompareAndSwap(w, pack(when, stateArming)) {
+			if !t.w.CompareAndSwap(w, pack(when, stateOwned)) {
 				continue
 			}
 			failpoint("reset:arming")
-			if !sh.push(t, false) {
+			if !sh.push(t) {
 				// SystemTimer.Stop has taken the stack: the timer is
 				// not armed. Put back the state nobody else saw changed,
 				// unless SystemTimer.Stop returned the timer meanwhile
 				// for a run it owed (see SystemTimer.Stop).
-				t.w.CompareAndSwap(pack(when, stateArming), w)
+				t.w.CompareAndSwap(pack(when, stateOwned), w)
 				return false, ErrStopped
 			}
 			failpoint("reset:pushed")
@@ -321,27 +362,27 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 			// the drainer and SystemTimer.Stop wait for it, and the only
 			// other writer, the executor's Close in SystemTimer.Stop, runs
 			// after every shard's stack was taken, which waited for this.
-			if !t.w.CompareAndSwap(pack(when, stateArming), pack(when, stateQueued)) && debugChecks {
+			if !t.w.CompareAndSwap(pack(when, stateOwned), pack(when, stateQueued)) && debugChecks {
 				panic("timingwheel: internal error: an arming timer changed under its pusher")
 			}
-			if atomic.LoadUint32(&t.depth) >= drainDepth || when < st.wakeAt.Load() {
+			if sh.pushed.Add(1) >= drainDepth || when < st.wakeAt.Load() {
 				st.drainShard(sh, st.now())
 			}
 			return false, nil
-		case stateArming:
-			waitArming()
+		case stateOwned:
+			waitOwned()
 		default: // stateReturned
 			return false, ErrStopped
 		}
 	}
 }
 
-// resetLocked is Reset under the shard's lock: moving a pending timer
-// earlier, running one at once (d <= 0), and arming under WithMaxPending.
-func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
+// resetLocked is Reset to the deadline when under the shard's lock: moving
+// a pending timer earlier, running one at once (when <= now: Reset with
+// d <= 0), and arming under WithMaxPending.
+func (t *Timer) resetLocked(when, now int64) (bool, error) {
 	sh := t.sh
 	st := sh.st
-	when := satAdd(now, int64(d))
 	nowTick := floorDiv(now, st.tick)
 	sh.mu.Lock()
 	defer sh.unlock()
@@ -353,7 +394,7 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 		w := t.w.Load()
 		switch v, s := unpack(w); s {
 		case statePending:
-			if d <= 0 {
+			if when <= now {
 				// Unlinked before it leaves pending; see stopPending.
 				t.unlink()
 				failpoint("resetLocked:unlinked")
@@ -375,10 +416,10 @@ func (t *Timer) resetLocked(d time.Duration, now int64) (bool, error) {
 			return true, nil
 		case stateQueued, stateQueuedStopped:
 			sh.drain(now) // queued again by a concurrent Reset since
-		case stateArming:
-			waitArming()
+		case stateOwned:
+			waitOwned()
 		case stateIdle, stateStopped, stateFired:
-			if d <= 0 {
+			if when <= now {
 				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
 					sh.stats.armed++
 					sh.fireNow(t)

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // A level is one wheel of the hierarchy. Level k has wheelSize buckets, each
@@ -39,6 +40,13 @@ type shard struct {
 	// incoming is a lock-free stack of timers armed and not placed yet;
 	// see shard.push. It is drained under mu.
 	incoming atomic.Pointer[Timer]
+	// pushed counts the pushes since the last drain: a hint, for
+	// drainDepth. unstacked counts the timers that Stop popped off the
+	// stack, armed and stopped before they were placed: Stats adds them to
+	// Armed and Stopped. Both on incoming's cache line, which their writers
+	// have just written.
+	pushed    atomic.Uint32
+	unstacked atomic.Uint64
 
 	// mu guards every field below, the buckets of every level, the link
 	// and at fields of every placed timer of the shard, and the changes of
@@ -319,6 +327,7 @@ func (sh *shard) drain(now int64) {
 	if sh.closed {
 		return // Stop took the stack; a later push is taken back by its pusher
 	}
+	sh.pushed.Store(0)         // before the swap: a push in between counts, but is drained
 	t := sh.incoming.Swap(nil) // not closedStack: only Stop puts it there, under mu, with closed
 	if t == nil {
 		return
@@ -330,12 +339,13 @@ func (sh *shard) drain(now int64) {
 		// pushed again. Clear it, so that a drained timer its owner keeps
 		// does not keep the rest of the stack alive.
 		next := t.next
-		t.next = nil
+		clearNext(t)
+		failpoint("drain:popped")
 		for {
 			w := t.w.Load()
 			v, s := unpack(w)
-			if s == stateArming {
-				waitArming() // its pusher makes it queued, without the lock
+			if s == stateOwned {
+				waitOwned() // its pusher makes it queued, without the lock
 				continue
 			}
 			if s == stateQueuedStopped {
@@ -358,6 +368,13 @@ func (sh *shard) drain(now int64) {
 		}
 		t = next
 	}
+}
+
+// clearNext clears the stack link of t, just popped with the whole stack:
+// atomically, since a Stop that has made t owned may be reading it, to pop
+// t if it is still on top (it is not: see shard.unstack).
+func clearNext(t *Timer) {
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.next)), nil)
 }
 
 // addPendingOf adjusts the count of pending timers by n timers like t.
