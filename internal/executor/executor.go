@@ -763,6 +763,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 		}
 		p.mu.Lock()
 		w.busy = false
+		clear(w.batch) // an idle goroutine keeps no item alive
 		if w.stuck {
 			w.stuck = false
 			p.stuck--
