@@ -10,5 +10,10 @@ package timingwheel
 // instead of by luck (what etcd's gofail does). See failpoint_on.go.
 func failpoint(string) {}
 
+// failpointStall marks a window that a goroutine preempted by the OS may
+// hold open for longer than a tick; with the tag it sometimes spins that
+// long (see failpoint_on.go).
+func failpointStall(string) {}
+
 // failpointsOn reports whether failpoints are compiled in.
 const failpointsOn = false

@@ -33,3 +33,20 @@ func failpoint(string) {
 		failpointSink.Add(s)
 	}
 }
+
+// failpointStall is failpoint that, now and then (1 in 32), keeps the
+// goroutine for a millisecond or two of spinning: longer than a tick, so
+// that a timer armed just before the window fires while the goroutine is
+// still in it. It marks windows that a goroutine preempted by the OS holds
+// open that long. A spin, not a sleep, for the reason failpoint gives.
+func failpointStall(name string) {
+	if rand.Uint32N(32) != 0 {
+		failpoint(name)
+		return
+	}
+	var s uint64
+	for i := range uint64(3_000_000) {
+		s += i * i
+	}
+	failpointSink.Add(s)
+}

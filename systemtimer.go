@@ -16,11 +16,22 @@ import (
 )
 
 var (
-	// ErrStopped is returned by AfterFunc and ScheduleFunc once the
-	// SystemTimer has been stopped.
+	// ErrStopped says that the SystemTimer has been stopped, so a timer
+	// could not be armed. It is returned by [SystemTimer.AfterFunc],
+	// [SystemTimer.ScheduleFunc], [SystemTimer.NewTimer],
+	// [SystemTimer.NewTicker], [Timer.TryReset], [ChanTimer.TryReset] and
+	// [Ticker.TryReset] (Reset arms nothing and does not say why); it is
+	// the cause (context.Cause) of the contexts of [SystemTimer.WithTimeout]
+	// and [SystemTimer.WithDeadline], canceled at birth or when the
+	// SystemTimer stops. The packages built on this one wrap it: idleconn's
+	// Wrap, and Accept on a listener from idleconn.Listen; purgatory's
+	// TryCompleteElseWatch. Test for it with errors.Is. [SystemTimer.After]
+	// and [SystemTimer.Tick] do not fail: they fall back to the runtime's
+	// timers.
 	ErrStopped = errors.New("timingwheel: the SystemTimer is stopped")
-	// ErrTooManyPending is returned by AfterFunc and ScheduleFunc when
-	// WithMaxPending's bound is reached.
+	// ErrTooManyPending says that arming a timer would exceed the bound of
+	// [WithMaxPending]. The calls that return [ErrStopped] return it
+	// instead when they find the SystemTimer running and full.
 	ErrTooManyPending = errors.New("timingwheel: too many pending timers")
 
 	errNilFunc      = errors.New("timingwheel: nil func")
@@ -170,6 +181,8 @@ func runTimer(t *Timer, b *executor.Batch) {
 		ctxOf(t).expire()
 	case kindPeriodic:
 		periodicOf(t).run()
+	case kindChan, kindTicker:
+		chanOf(t).fire()
 	default:
 		t.f()
 	}
@@ -250,10 +263,14 @@ func (st *SystemTimer) shardOf(t *Timer) *shard {
 	return &st.shards[h>>st.shardShift]
 }
 
-// mustBeMade panics if st is not a SystemTimer made by New: a zero
-// SystemTimer has no wheels, and would otherwise fail with an index out of
-// range far from the mistake.
+// mustBeMade panics if st is not a SystemTimer made by New: a nil pointer
+// would otherwise fail with a nil dereference, and a zero SystemTimer,
+// which has no wheels, with an index out of range, both far from the
+// mistake.
 func (st *SystemTimer) mustBeMade(method string) {
+	if st == nil {
+		panic("timingwheel: " + method + " called on a nil *SystemTimer")
+	}
 	if len(st.shards) == 0 {
 		panic("timingwheel: " + method + " called on a SystemTimer not made by New")
 	}
@@ -261,8 +278,13 @@ func (st *SystemTimer) mustBeMade(method string) {
 
 // AfterFunc arranges for f to run on the executor pool once d has elapsed,
 // never earlier and at most one tick later. If d <= 0, f is handed to the
-// pool at once. It returns an error if f is nil (errors.Is ErrStopped after
-// Stop, ErrTooManyPending beyond WithMaxPending).
+// pool at once.
+//
+// AfterFunc returns an error, and no Timer, in three cases: f is nil; the
+// SystemTimer has been stopped ([ErrStopped]); WithMaxPending's bound of
+// pending timers is reached ([ErrTooManyPending]). Test for the last two
+// with errors.Is: the callback will never run, so do now what it would
+// have done, drop it, or shed the load that wanted it.
 func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 	st.mustBeMade("AfterFunc")
 	if f == nil {
@@ -355,7 +377,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 		sh.unlock()
 		return ErrStopped
 	}
-	if st.maxPending > 0 && t.kind != kindPeriodic {
+	if st.maxPending > 0 && !t.series() {
 		// A periodic timer holds a place of its own (see ScheduleFunc).
 		if !st.reserveLocked(sh) {
 			sh.unlock()
@@ -474,11 +496,15 @@ func (st *SystemTimer) Len() int {
 	return n
 }
 
-// Stop stops the timer: later AfterFunc and ScheduleFunc calls return
-// ErrStopped, and no callback starts after Stop returns. It returns every
-// timer that had not started: pending ones and ones handed to the executor
-// but not yet run. Contexts from WithTimeout and WithDeadline that had not
-// expired are canceled instead (their Err is context.Canceled).
+// Stop shuts the SystemTimer down: its driver goroutine and its workers
+// stop, every timer it holds stops, later calls that would arm a timer
+// return [ErrStopped] (see there), and no callback starts after Stop
+// returns. It returns the Timers whose callbacks had not started: pending
+// ones and ones handed to the executor but not yet run. Contexts from
+// WithTimeout and WithDeadline that had not expired are canceled instead
+// (their Err is context.Canceled), and channel timers and tickers from
+// NewTimer and NewTicker are not returned either: their channels receive
+// nothing more.
 //
 // Stop waits for the driver, the workers and every callback still running to
 // return, except a callback that is itself calling Stop. It is idempotent:
@@ -527,9 +553,12 @@ func (st *SystemTimer) Stop() []*Timer {
 					next := t.next
 					t.next, t.prev = nil, nil
 					t.w.Store(pack(0, stateReturned))
-					if t.kind == kindPeriodic {
+					switch t.kind {
+					case kindPeriodic:
 						periodicOf(t).release()
-					} else {
+					case kindTicker:
+						chanOf(t).releaseHold()
+					default:
 						counted++
 					}
 					left = append(left, t)
@@ -563,13 +592,18 @@ func (st *SystemTimer) Stop() []*Timer {
 	close(st.stopped)
 
 	// Contexts are not the caller's timers: cancel them, outside any lock.
+	// Nor are the Timers of channel timers: their channels receive nothing
+	// more.
 	kept := left[:0]
 	for _, t := range left {
-		if t.kind == kindContext {
+		switch t.kind {
+		case kindContext:
 			ctxOf(t).cancel()
-			continue
+		case kindChan, kindTicker:
+			chanOf(t).releaseHold() // a Ticker's run that never started
+		default:
+			kept = append(kept, t)
 		}
-		kept = append(kept, t)
 	}
 	clear(left[len(kept):])
 	return kept

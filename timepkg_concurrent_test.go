@@ -17,14 +17,14 @@ import (
 // the stronger ones a wheel can make: every run counted). A timer's channel
 // here is one the callback sends on, as a time.Timer's would be.
 
-// chanTimer is a wheel Timer whose runs send on a channel.
-type chanTimer struct {
+// sendTimer is a wheel Timer whose runs send on a channel.
+type sendTimer struct {
 	t Timer
 	c chan time.Time
 }
 
-func newChanTimer(st *SystemTimer) *chanTimer {
-	ct := &chanTimer{c: make(chan time.Time, 4)}
+func newSendTimer(st *SystemTimer) *sendTimer {
+	ct := &sendTimer{c: make(chan time.Time, 4)}
 	st.Bind(&ct.t, func() { ct.c <- time.Now() })
 	return ct
 }
@@ -97,7 +97,7 @@ func TestTimerModifiedEarlier(t *testing.T) {
 	st := newST(t)
 	past := time.Until(time.Unix(0, 0))
 	for range 1000 {
-		ct := newChanTimer(st)
+		ct := newSendTimer(st)
 		ct.t.Reset(time.Hour)
 		for range 10 {
 			if !ct.t.Stop() {
@@ -121,7 +121,7 @@ func TestTimerModifiedEarlier(t *testing.T) {
 func TestAdjustTimers(t *testing.T) {
 	st := newST(t)
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-	timers := make([]*chanTimer, 100)
+	timers := make([]*sendTimer, 100)
 	steps := make([]int, len(timers))
 	left := rng.Perm(len(timers))
 	for len(left) > 0 {
@@ -131,7 +131,7 @@ func TestAdjustTimers(t *testing.T) {
 		steps[i]++
 		switch step {
 		case 0:
-			timers[i] = newChanTimer(st)
+			timers[i] = newSendTimer(st)
 			timers[i].t.Reset(0)
 		case 1:
 			testwait.Recv(t, timers[i].c, "a Reset(0) timer's run")

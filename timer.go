@@ -122,7 +122,14 @@ const (
 	kindOnce uint8 = iota
 	kindPeriodic
 	kindContext
+	kindChan   // a ChanTimer's: runTimer calls chanTimer.fire
+	kindTicker // a Ticker's: the same, and it holds a place in WithMaxPending's bound as a series
 )
+
+// series reports whether t is the Timer of a series that holds one place in
+// WithMaxPending's bound for its whole life (a periodic timer, a Ticker), so
+// that its own moves in and out of pending do not count there.
+func (t *Timer) series() bool { return t.kind == kindPeriodic || t.kind == kindTicker }
 
 // initQueued sets the state word of a timer no other goroutine can see yet:
 // queued with deadline when. A plain store, not an atomic one, which on
@@ -143,7 +150,7 @@ func (t *Timer) initQueued(when int64) {
 //	st.Bind(&c.idle, c.closeIdle)
 //	c.idle.Reset(30 * time.Second) // on every read
 //
-// Bind panics if f is nil or t is bound already. A Timer bound to a
+// Bind panics if t or f is nil, or t is bound already. A Timer bound to a
 // SystemTimer that is stopped is never armed: TryReset returns ErrStopped.
 // Once Stop has returned true, or f has returned, and no other call on t is
 // under way, the library holds no pointer to t: the struct holding it may
@@ -151,6 +158,8 @@ func (t *Timer) initQueued(when int64) {
 func (st *SystemTimer) Bind(t *Timer, f func()) {
 	st.mustBeMade("Bind")
 	switch {
+	case t == nil:
+		panic("timingwheel: Bind: nil *Timer")
 	case f == nil:
 		panic("timingwheel: Bind: nil func")
 	case t.sh != nil:
@@ -427,7 +436,7 @@ func (t *Timer) resetLocked(when, now int64) (bool, error) {
 				}
 				continue
 			}
-			if st.maxPending == 0 {
+			if st.maxPending == 0 || t.kind == kindTicker { // a Ticker holds its place
 				if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
 					continue
 				}

@@ -383,7 +383,7 @@ func clearNext(t *Timer) {
 // wheel do not count there (see ScheduleFunc).
 func (sh *shard) addPendingOf(t *Timer, n int) {
 	sh.count += n
-	if sh.st.maxPending > 0 && t.kind != kindPeriodic {
+	if sh.st.maxPending > 0 && !t.series() {
 		sh.st.pending.Add(int64(n))
 	}
 }

@@ -1,0 +1,289 @@
+package timingwheel
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
+)
+
+// The concurrency suite of the channel timers' state machine (see
+// chanTimer): Stop and Reset raced against the run that delivers, against
+// receivers, against each other and against SystemTimer.Stop, with deadlines
+// a tick or less away so that runs come in the middle of everything. Each
+// body runs in a child process; -tags timingwheel_failpoints widens the
+// windows (chan:taken, chan:fire, chan:rearmed, chan:next). The properties
+// are those of a sequential order of the calls: a one-shot timer's value is
+// received exactly when Stop or Reset did not report it pending, and no
+// value from before a Stop or Reset is received after it returns.
+
+// TestConcurrentChanStopFire: one arming, a receiver and a Stop, racing
+// the delivery. Exactly one of "a value was received" and "Stop returned
+// true" holds, and nothing comes after Stop.
+func TestConcurrentChanStopFire(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		st, err := New(WithTick(time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Stop()
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range iters(2000) {
+			d := time.Duration(rng.IntN(1500)) * time.Microsecond
+			tm, err := st.NewTimer(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan bool)
+			quit := make(chan struct{})
+			go func() {
+				select {
+				case <-tm.C:
+					got <- true
+				case <-quit:
+					got <- false
+				}
+			}()
+			spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
+			stopped := tm.Stop()
+			close(quit)
+			received := testwait.Recv(t, got, "the receiver")
+			if stopped == received {
+				t.Fatalf("round %d (d=%v): Stop returned %v and a value was received: %v", i, d, stopped, received)
+			}
+			waitIdle(t, st)
+			if len(tm.C) != 0 {
+				t.Fatalf("round %d: a value after Stop returned", i)
+			}
+		}
+	})
+}
+
+// TestConcurrentChanResetFire: one arming, a receiver, and a Reset racing
+// the delivery. The first arming's value is received exactly when Reset
+// reports it not pending; the Reset's own value comes once, not before its
+// deadline.
+func TestConcurrentChanResetFire(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		st, err := New(WithTick(time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Stop()
+		rng := rand.New(rand.NewPCG(3, 4))
+		for i := range iters(2000) {
+			d := time.Duration(rng.IntN(1500)) * time.Microsecond
+			tm, err := st.NewTimer(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			values := make(chan time.Time, 4)
+			quit := make(chan struct{})
+			var early atomic.Int64 // values received before the time they carry
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case v := <-tm.C:
+						if time.Now().Before(v) {
+							early.Add(1)
+						}
+						values <- v
+					case <-quit:
+						return
+					}
+				}
+			})
+			spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
+			d2 := time.Duration(rng.IntN(1000)) * time.Microsecond
+			before := time.Now()
+			pending := tm.Reset(d2)
+			want := 2
+			if pending {
+				want = 1
+			}
+			var last time.Time
+			for range want {
+				last = testwait.Recv(t, values, "a value owed")
+			}
+			waitIdle(t, st)
+			close(quit)
+			wg.Wait()
+			if n := len(values) + len(tm.C); n != 0 {
+				t.Fatalf("round %d: Reset returned pending=%v, and %d values came beyond the %d owed", i, pending, n, want)
+			}
+			if n := early.Load(); n != 0 {
+				t.Fatalf("round %d: a value was received before its due time", i)
+			}
+			if last.Before(before.Add(d2)) {
+				t.Fatalf("round %d: the Reset's value is %v after the call, before its deadline %v", i, last.Sub(before), d2)
+			}
+		}
+	})
+}
+
+// spin burns a little CPU: a start offset for a race, not a wait.
+func spin(n int) {
+	var s uint64
+	for i := range n {
+		s += uint64(i) * uint64(i)
+	}
+	spinSink.Add(s)
+}
+
+var spinSink atomic.Uint64
+
+// spinFor keeps the goroutine running for about d: the moment a call
+// comes in a race with the wheel's ticks, not a wait for anything.
+func spinFor(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		spin(100)
+	}
+}
+
+// TestConcurrentChanHammer: goroutines Stop, Reset (later, earlier, to an
+// instant) and receive on one ChanTimer and one Ticker at once, while their
+// runs deliver. Then each must still work: no crash, hang or race, the
+// state machine not stuck busy, a Ticker that keeps ticking.
+func TestConcurrentChanHammer(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		st, err := New(WithTick(time.Millisecond), WithMaxPending(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := st.NewTimer(time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := st.NewTicker(time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		quit := make(chan struct{})
+		for g := range 6 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 9))
+				for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+					d := time.Duration(rng.IntN(2000)) * time.Microsecond
+					switch rng.IntN(6) {
+					case 0:
+						tm.Stop()
+					case 1:
+						tm.Reset(d)
+					case 2:
+						tm.Reset(0)
+					case 3:
+						tk.Stop()
+					case 4:
+						tk.Reset(d + time.Microsecond)
+					case 5:
+						spin(rng.IntN(5000))
+					}
+				}
+			})
+		}
+		var receivers sync.WaitGroup
+		for _, c := range []<-chan time.Time{tm.C, tk.C} {
+			receivers.Go(func() {
+				for {
+					select {
+					case <-c:
+					case <-quit:
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(quit)
+		receivers.Wait()
+
+		// Both still work.
+		tm.Stop()
+		tk.Stop()
+		waitIdle(t, st)
+		if len(tm.C) != 0 || len(tk.C) != 0 {
+			t.Fatal("a value after Stop returned")
+		}
+		if st.Len() != 0 {
+			t.Fatalf("Len = %d after both were stopped", st.Len())
+		}
+		if n := st.pending.Load(); n != 0 {
+			t.Fatalf("WithMaxPending's count = %d after both were stopped", n)
+		}
+		tm.Reset(time.Millisecond)
+		testwait.Recv(t, tm.C, "the timer's value after the race")
+		tk.Reset(time.Millisecond)
+		for range 3 {
+			testwait.Recv(t, tk.C, "a tick after the race")
+		}
+		tk.Stop()
+		if left := st.Stop(); len(left) != 0 {
+			t.Fatalf("SystemTimer.Stop returned %d timers", len(left))
+		}
+	})
+}
+
+// TestConcurrentTickerSystemStop: tickers ticking every tick, stopped and
+// reset by goroutines, as SystemTimer.Stop comes. Nothing hangs, no tick
+// is delivered after SystemTimer.Stop returns, and WithMaxPending's count
+// returns to zero as the tickers are stopped.
+func TestConcurrentTickerSystemStop(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		for round := range iters(40) {
+			st, err := New(WithTick(time.Millisecond), WithMaxPending(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickers := make([]*Ticker, 8)
+			for i := range tickers {
+				if tickers[i], err = st.NewTicker(time.Duration(1+i%3) * time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			for i, tk := range tickers {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(i)))
+					for {
+						select {
+						case <-tk.C:
+						default:
+						}
+						switch rng.IntN(3) {
+						case 0:
+							tk.Stop()
+						default:
+							if err := tk.TryReset(time.Duration(1+rng.IntN(2000)) * time.Microsecond); err != nil {
+								return // stopped
+							}
+						}
+					}
+				})
+			}
+			spin(20000 * (round%5 + 1))
+			if left := st.Stop(); len(left) != 0 {
+				t.Fatalf("round %d: SystemTimer.Stop returned %d timers", round, len(left))
+			}
+			wg.Wait()
+			for _, tk := range tickers {
+				tk.Stop()
+				if len(tk.C) != 0 {
+					t.Fatalf("round %d: a tick after Ticker.Stop", round)
+				}
+			}
+			if n := st.pending.Load(); n != 0 {
+				t.Fatalf("round %d: WithMaxPending's count = %d", round, n)
+			}
+		}
+	})
+}
