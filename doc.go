@@ -4,10 +4,30 @@
 // hierarchical timing wheel in the style of Kafka's SystemTimer, driven by a
 // delay queue, that never fires a timer early.
 //
-//	st, err := timingwheel.New()
-//	t, err := st.AfterFunc(30*time.Second, func() { ... })
-//	t.Stop()
-//	defer st.Stop()
+//	package main
+//
+//	import (
+//		"log"
+//		"time"
+//
+//		"github.com/go-timingwheel/timingwheel"
+//	)
+//
+//	func main() {
+//		st, err := timingwheel.New() // one per program, made at start-up
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		defer st.Stop() // at shutdown: ends its goroutines
+//
+//		t, err := st.AfterFunc(30*time.Second, func() { log.Print("timed out") })
+//		if err != nil {
+//			log.Print(err) // st is stopped, or WithMaxPending's bound is reached
+//			return
+//		}
+//		// ... the work finishes in time:
+//		t.Stop() // the function never runs
+//	}
 //
 // # Design
 //
@@ -249,6 +269,32 @@
 // cancelable context that derived contexts attach to, and what ties it to the
 // wheel. A standard cancelable parent adds context.AfterFunc's two. Seven
 // against five, nine against five under a server's request context.
+//
+// # Channel timers
+//
+// [SystemTimer.NewTimer], [SystemTimer.After], [SystemTimer.NewTicker] and
+// [SystemTimer.Tick] are the time package's NewTimer, After, NewTicker and
+// Tick on the wheel: a [ChanTimer] or a [Ticker] delivers on its channel C,
+// with the time package's semantics since Go 1.23. After Stop or Reset
+// returns, no receive sees a value from before; the value is the time the
+// timer was due; a ticker drops ticks for a slow receiver, and
+// [Ticker.Reset] changes its period (a ScheduleFunc series' Reset moves its
+// next run and keeps the period). Never early, at most a tick late, as
+// every timer here. Where they differ from the runtime's:
+//
+//   - C has a buffer of one value, so len(C) and cap(C) are those of a
+//     buffered channel; the runtime's timer channels report 0 for both.
+//   - A channel timer that nobody references and nobody stopped stays
+//     pending in the wheel until it fires, where the garbage collector
+//     collects such a runtime timer. So After in a loop (a select with
+//     a timeout per iteration) keeps one timer per iteration pending for
+//     its whole delay: make one with NewTimer and Reset it per iteration.
+//   - NewTimer and NewTicker return an error, [ErrStopped] or
+//     [ErrTooManyPending]; After and Tick, which cannot, fall back to
+//     time.After and time.Tick.
+//   - [SystemTimer.Stop] does not return channel timers: their channels
+//     receive nothing more, and Reset arms nothing ([ChanTimer.TryReset]
+//     and [Ticker.TryReset] return ErrStopped).
 //
 // # Clocks
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,38 @@ func TestZeroValuesPanic(t *testing.T) {
 	} {
 		assert.PanicsWithValue(t, "timingwheel: "+name+" called on a SystemTimer not made by New", f, name)
 	}
+}
+
+// TestNilPanics: every exported method called on a nil *SystemTimer, and
+// Bind given a nil *Timer, is misuse that says so with the package's
+// prefix and the call, instead of a bare nil dereference from deep inside
+// the method. The methods are found by reflection, so one added later is
+// covered too; each gets zero arguments, which it must not reach.
+func TestNilPanics(t *testing.T) {
+	var st *SystemTimer
+	v := reflect.ValueOf(st)
+	require.Positive(t, v.NumMethod())
+	for i := range v.NumMethod() {
+		name := v.Type().Method(i).Name
+		m := v.Method(i)
+		args := make([]reflect.Value, m.Type().NumIn())
+		for j := range args {
+			args[j] = reflect.Zero(m.Type().In(j))
+		}
+		assert.Equal(t, "timingwheel: "+name+" called on a nil *SystemTimer",
+			panicValue(func() { m.Call(args) }), name)
+	}
+
+	made := mustNew(t, withManual())
+	defer made.Stop()
+	assert.Equal(t, "timingwheel: Bind: nil *Timer", panicValue(func() { made.Bind(nil, func() {}) }))
+}
+
+// panicValue returns what f panicked with, or nil if it returned.
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
 }
 
 // TestPeriodicResetDuringRunNoOverlap: Reset of a periodic timer while its

@@ -1,9 +1,12 @@
 package timingwheel
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -83,7 +86,8 @@ func WithMaxPending(n int) Option {
 
 // WithPanicHandler sets the function that receives the value a callback
 // panicked with. It runs on the worker that ran the callback, which then goes
-// on. Default: log the value and the stack with log/slog.
+// on. Default: log the value with log/slog, and write it with the
+// goroutine's stack to standard error, as the runtime prints a panic.
 func WithPanicHandler(h func(v any)) Option {
 	return optionFunc(func(c *config) { c.onPanic = h })
 }
@@ -128,6 +132,37 @@ func buildConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
+// panicOutput is where the default panic handler writes the stack. Tests
+// replace it.
+var panicOutput io.Writer = os.Stderr
+
+// logPanic is the default panic handler. It logs the value with log/slog,
+// as an error record a log pipeline can count, and writes the value with
+// the goroutine's stack to standard error, laid out as the runtime prints
+// an unrecovered panic: a slog handler would quote the stack into one
+// line of escaped newlines and tabs. It writes with one Write call, so
+// that the stacks of callbacks panicking at once do not interleave (an
+// *os.File holds its lock for the whole of a Write).
 func logPanic(v any) {
-	slog.Error("timingwheel: callback panicked", "panic", v, "stack", string(debug.Stack()))
+	slog.Error("timingwheel: callback panicked", "panic", v)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "timingwheel: callback panicked: %v\n\n", v)
+	b.Write(panicStack(debug.Stack()))
+	panicOutput.Write(b.Bytes())
+}
+
+// panicStack drops the frames of the handler itself from stack, the text
+// of debug.Stack called while recovering: the frames from debug.Stack down
+// to the deferred recover, above the frame of the call to panic. So the
+// stack reads from the panic down, as the runtime's does.
+func panicStack(stack []byte) []byte {
+	header, frames, ok := bytes.Cut(stack, []byte("\n"))
+	if !ok {
+		return stack
+	}
+	i := bytes.Index(frames, []byte("\npanic("))
+	if i < 0 {
+		return stack
+	}
+	return append(append(header[:len(header):len(header)], '\n'), frames[i+1:]...)
 }

@@ -800,12 +800,18 @@ func TestPanicGoesToHandler(t *testing.T) {
 	})
 }
 
+// TestPanicDefaultHandlerLogs: the default handler logs the value with
+// slog, and writes the stack to standard error as lines, from the call to
+// panic down, not as one quoted string of escaped newlines.
 func TestPanicDefaultHandlerLogs(t *testing.T) {
-	var buf strings.Builder
+	var logged, stderr strings.Builder
 	var mu sync.Mutex
 	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	slog.SetDefault(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil)))
 	defer slog.SetDefault(prev)
+	prevOut := panicOutput
+	panicOutput = lockedWriter{&mu, &stderr}
+	defer func() { panicOutput = prevOut }()
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t)
 		_, err := st.AfterFunc(time.Millisecond, func() { panic("kaboom") })
@@ -816,8 +822,20 @@ func TestPanicDefaultHandlerLogs(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Contains(t, buf.String(), "kaboom")
-	assert.Contains(t, buf.String(), "timingwheel: callback panicked")
+	assert.Contains(t, logged.String(), "kaboom")
+	assert.Contains(t, logged.String(), "timingwheel: callback panicked")
+	assert.NotContains(t, logged.String(), "goroutine", "the stack is not in the log record")
+
+	out := stderr.String()
+	assert.True(t, strings.HasPrefix(out, "timingwheel: callback panicked: kaboom\n\ngoroutine "), "%q", out)
+	assert.NotContains(t, out, `\n`, "escaped newlines")
+	assert.NotContains(t, out, `\t`, "escaped tabs")
+	lines := strings.Split(out, "\n")
+	require.Greater(t, len(lines), 5, out)
+	assert.True(t, strings.HasPrefix(lines[3], "panic("), "the stack starts at the call to panic:\n%s", out)
+	assert.True(t, strings.HasPrefix(lines[4], "\t"), "a frame's file and line on a line of its own:\n%s", out)
+	assert.Contains(t, out, "TestPanicDefaultHandlerLogs", "the callback's frame")
+	assert.NotContains(t, out, "runtime/debug.Stack", "the handler's own frames")
 }
 
 type lockedWriter struct {

@@ -1,7 +1,9 @@
 // Command wheelbench measures github.com/go-timingwheel/timingwheel against
 // time.AfterFunc and go-zero's timing wheel on the workloads of bench/README.md
 // ("Workloads and targets"), all in one run, and prints a table per workload
-// with absolute figures and ratios to this library.
+// with absolute figures and ratios to this library. It ends with a line per
+// target of that section (targets.go): met (✓) or missed (✗), with the
+// figure or ratio, or not shown (–) by the sizes of this run.
 //
 //	go -C bench run ./cmd/wheelbench              # quick: about 65 s
 //	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
@@ -44,6 +46,7 @@ var (
 	cpuProfile    = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof); implies -one-process")
 	oneProcess    = flag.Bool("one-process", false, "run every workload in this process instead of a fresh child process each")
 	childFlag     = flag.Bool("child", false, "internal: run as a child of another wheelbench, printing only the workloads' tables")
+	verdictsFlag  = flag.String("verdicts", "", "internal: append the verdicts on the targets to this file, for the parent to print")
 )
 
 func main() {
@@ -72,6 +75,7 @@ func main() {
 	if *fullFlag {
 		prof = Full
 	}
+	runProfile = prof
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -99,6 +103,7 @@ func main() {
 	pr := newProgress(os.Stderr, *quietFlag)
 	start := time.Now()
 	failed := false
+	var verdicts []Verdict // on the targets, for the summary that ends the run
 	if len(wls) > 1 && !*oneProcess && *cpuProfile == "" {
 		// A process per workload: what a workload leaves behind in the runtime
 		// must not change the garbage collector's pace in the next. Some of it
@@ -107,11 +112,24 @@ func main() {
 		// ~400 MB) nor shrinks its timer heaps (10M time.AfterFunc timers keep
 		// ~180 MB after Stop), and a heap that large sets the next GC goal so
 		// high that the purgatory and http workloads would run without a GC.
-		for _, wl := range wls {
-			if err := runChild(wl); err != nil {
+		dir, err := os.MkdirTemp("", "wheelbench")
+		if err != nil {
+			fail("%v", err)
+		}
+		defer os.RemoveAll(dir)
+		for i, wl := range wls {
+			file := fmt.Sprintf("%s/%d", dir, i)
+			err := runChild(wl, file)
+			vs, rerr := readVerdicts(file)
+			if err == nil && rerr != nil {
+				err = fmt.Errorf("reading its verdicts: %v", rerr)
+			}
+			if err != nil {
 				fmt.Fprintf(out, "wheelbench: workload %s: %v\n\n", wl.Name, err)
 				failed = true
+				vs = failedWorkload(wl)
 			}
+			verdicts = append(verdicts, vs...)
 		}
 		wls = nil
 	}
@@ -120,6 +138,7 @@ func main() {
 		pr.clear()
 		writeTable(out, wl, cases)
 		out.Flush()
+		verdicts = append(verdicts, judge(wl, cases)...)
 		for _, cr := range cases {
 			for _, r := range cr.Results {
 				failed = failed || r.Err != nil
@@ -142,7 +161,13 @@ func main() {
 			out.Flush()
 		}
 	}
+	if *verdictsFlag != "" {
+		if err := appendVerdicts(*verdictsFlag, verdicts); err != nil {
+			fail("%v", err)
+		}
+	}
 	if !*childFlag {
+		writeVerdicts(out, verdicts)
 		fmt.Fprintf(out, "wheelbench: done in %.1fs\n", time.Since(start).Seconds())
 	}
 	out.Flush()
@@ -153,16 +178,17 @@ func main() {
 }
 
 // runChild runs wl in a child process: this command again, with the same
-// flags, -workloads wl and -child. Its tables and charts go to this
-// process's stdout and its progress to stderr.
-func runChild(wl *Workload) error {
+// flags, -workloads wl, -child and -verdicts verdicts. Its tables and
+// charts go to this process's stdout, its progress to stderr, and its
+// verdicts on the targets to the file verdicts.
+func runChild(wl *Workload, verdicts string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	args := []string{"-child", "-workloads=" + wl.Name}
+	args := []string{"-child", "-workloads=" + wl.Name, "-verdicts=" + verdicts}
 	flag.Visit(func(f *flag.Flag) {
-		if f.Name != "workloads" && f.Name != "child" {
+		if f.Name != "workloads" && f.Name != "child" && f.Name != "verdicts" {
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
