@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/benbjohnson/clock"
 )
 
 // A ChanTimer is a one-shot timer that delivers on a channel, as a
@@ -62,6 +64,11 @@ type chanTimer struct {
 	// period is a ticker's period in ns; 0 for a one-shot timer. Read and
 	// written by the busy holder only.
 	period int64
+	// rt stands in for t once the SystemTimer is stopped: a timer of its
+	// clock (time.AfterFunc for the default one) whose function is fire,
+	// so that a channel timer outlives its SystemTimer, as the time
+	// package's do (see orphan). Guarded by busy.
+	rt *clock.Timer
 	// held says a Ticker holds a place in WithMaxPending's bound: from
 	// NewTicker or Reset until Stop, whatever its Timer does meanwhile
 	// (see Timer.series). Taken by the busy holder; given back by it or by
@@ -93,8 +100,7 @@ func chanOf(t *Timer) *chanTimer { return (*chanTimer)(unsafe.Pointer(t)) }
 
 // NewTimer makes a timer that delivers the time on its channel C once d
 // has elapsed, as time.NewTimer does, at most one tick late and never
-// early. It returns ErrStopped after the SystemTimer is stopped, and
-// ErrTooManyPending beyond WithMaxPending's bound.
+// early. It returns ErrTooManyPending beyond WithMaxPending's bound.
 //
 // It follows the time package's semantics since Go 1.23, point by point:
 // after Stop or Reset returns, no receive from C sees a value sent before;
@@ -110,8 +116,12 @@ func chanOf(t *Timer) *chanTimer { return (*chanTimer)(unsafe.Pointer(t)) }
 //     collects an unreferenced timer at once. A loop that makes one per
 //     iteration (After in a select) keeps one timer pending per iteration
 //     for d: make one ChanTimer and Reset it per iteration instead.
-//   - SystemTimer.Stop does not return channel timers; their channels
-//     receive nothing after it. Reset then arms nothing; TryReset says so.
+//
+// A channel timer outlives its SystemTimer, as the time package's timers
+// never stop: SystemTimer.Stop does not return it, and if it is pending
+// then, or is made or reset after, a timer of the SystemTimer's clock (the
+// runtime's, by default) stands in for the wheel, with the same
+// semantics. A goroutine waiting on C is never stranded by a shutdown.
 func (st *SystemTimer) NewTimer(d time.Duration) (*ChanTimer, error) {
 	st.mustBeMade("NewTimer")
 	ct := new(ChanTimer)
@@ -126,8 +136,7 @@ func (st *SystemTimer) NewTimer(d time.Duration) (*ChanTimer, error) {
 // After waits for d to elapse and then delivers the time on the returned
 // channel, as time.After does: st.NewTimer(d).C. The ChanTimer stays
 // pending until it fires (see NewTimer): in a loop, make one ChanTimer
-// and Reset it instead. If the SystemTimer cannot arm a timer (it is
-// stopped, or WithMaxPending's bound is reached), After returns
+// and Reset it instead. Beyond WithMaxPending's bound, After returns
 // time.After(d): a select on the channel still waits for d, on a runtime
 // timer.
 func (st *SystemTimer) After(d time.Duration) <-chan time.Time {
@@ -142,8 +151,9 @@ func (st *SystemTimer) After(d time.Duration) <-chan time.Time {
 // NewTicker makes a Ticker that delivers the time on its channel C every d,
 // as time.NewTicker does, each tick at most one wheel tick late and never
 // early. It panics if d <= 0, as time.NewTicker does. It returns
-// ErrStopped after the SystemTimer is stopped, and ErrTooManyPending
-// beyond WithMaxPending's bound.
+// ErrTooManyPending beyond WithMaxPending's bound; a Ticker holds one place
+// in it, from NewTicker or Reset to Stop. It outlives its SystemTimer, as
+// a ChanTimer does (see NewTimer).
 //
 // As a time.Ticker since Go 1.23: the value of a tick is the time it was
 // due; ticks are on the schedule of the first, d apart, and a receiver too
@@ -166,8 +176,8 @@ func (st *SystemTimer) NewTicker(d time.Duration) (*Ticker, error) {
 }
 
 // Tick is NewTicker(d).C, as time.Tick is: for a ticker that runs as long
-// as the program does. It returns nil if d <= 0, as time.Tick does. If the
-// SystemTimer cannot arm a ticker, Tick returns time.Tick(d).
+// as the program does. It returns nil if d <= 0, as time.Tick does. Beyond
+// WithMaxPending's bound, Tick returns time.Tick(d).
 func (st *SystemTimer) Tick(d time.Duration) <-chan time.Time {
 	st.mustBeMade("Tick")
 	if d <= 0 {
@@ -190,16 +200,14 @@ func (t *ChanTimer) Stop() bool { return t.ct.stop("ChanTimer.Stop") }
 // Reset changes the timer to deliver once d has elapsed, as
 // time.Timer.Reset does, and reports whether it was pending, as Stop does:
 // after it returns, no receive from C sees a value sent before. It arms
-// nothing after the SystemTimer is stopped, or beyond WithMaxPending's
-// bound; [ChanTimer.TryReset] says which.
+// nothing beyond WithMaxPending's bound; [ChanTimer.TryReset] says so.
 func (t *ChanTimer) Reset(d time.Duration) bool {
 	was, _ := t.ct.reset(d, 0, "ChanTimer.Reset")
 	return was
 }
 
-// TryReset is Reset that also reports why the timer could not be armed:
-// ErrStopped, ErrTooManyPending. When it returns an error the timer is not
-// armed.
+// TryReset is Reset that also reports when the timer could not be armed:
+// ErrTooManyPending. When it returns an error the timer is not armed.
 func (t *ChanTimer) TryReset(d time.Duration) (wasPending bool, err error) {
 	return t.ct.reset(d, 0, "ChanTimer.TryReset")
 }
@@ -218,15 +226,13 @@ func (t *Ticker) Stop() {
 // Reset stops the ticker and resets its period to d, as
 // time.Ticker.Reset does: the next tick is d from now, and no receive from
 // C sees a tick delivered before. It panics if d <= 0. It arms nothing
-// after the SystemTimer is stopped, or beyond WithMaxPending's bound;
-// [Ticker.TryReset] says which.
+// beyond WithMaxPending's bound; [Ticker.TryReset] says so.
 func (t *Ticker) Reset(d time.Duration) {
 	_ = t.TryReset(d)
 }
 
-// TryReset is Reset that also reports why the ticker could not be armed:
-// ErrStopped, ErrTooManyPending. When it returns an error the ticker is
-// stopped.
+// TryReset is Reset that also reports when the ticker could not be armed:
+// ErrTooManyPending. When it returns an error the ticker is stopped.
 func (t *Ticker) TryReset(d time.Duration) error {
 	if t.ct.t.sh == nil {
 		panic("timingwheel: Ticker.Reset called on a Ticker not made by NewTicker")
@@ -253,9 +259,6 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	if when <= now {
 		// Due at once: the value is there when NewTimer returns, as the
 		// runtime's is for the first receive. Not for a ticker: d > 0.
-		if st.closed.Load() {
-			return ErrStopped
-		}
 		ct.c <- st.epoch.Add(time.Duration(when))
 		return nil
 	}
@@ -263,11 +266,62 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 		return ErrTooManyPending
 	}
 	ct.s.Store(chanState(0, chanArmed))
-	if err := st.arm(t, when, now); err != nil {
+	switch err := st.arm(t, when, now); err {
+	case nil:
+	case ErrStopped:
+		// See orphan. Busy while rt is set: a run that comes before
+		// kicks, and release delivers for it.
+		ct.s.Store(chanState(0, chanBusy))
+		ct.rt = st.clock.AfterFunc(time.Duration(when-now), ct.fire)
+		ct.release(0, chanArmed)
+	default:
 		ct.releaseHold()
 		return err
 	}
 	return nil
+}
+
+// arm arms the timer for the deadline when, after now: its Timer on the
+// wheel, or, once the SystemTimer is stopped, a timer of the clock (see
+// orphan). It returns ErrTooManyPending beyond WithMaxPending's bound.
+// Called by the busy holder.
+func (ct *chanTimer) arm(when, now int64) error {
+	if ct.rt == nil {
+		_, err := ct.t.resetTo(when, now)
+		if err != ErrStopped {
+			return err
+		}
+		ct.rt = ct.t.sh.st.clock.AfterFunc(time.Duration(when-now), ct.fire)
+		return nil
+	}
+	ct.rt.Reset(time.Duration(when - now))
+	return nil
+}
+
+// disarm disarms the timer's Timer, or the clock's timer that stands in
+// for it. A run already handed over finds the timer idle, or not due.
+// Called by the busy holder.
+func (ct *chanTimer) disarm() {
+	if ct.rt != nil {
+		ct.rt.Stop()
+		return
+	}
+	ct.t.Stop()
+}
+
+// orphan moves the timer off a SystemTimer that is stopping: if it is
+// armed, a timer of the clock takes over its deadline, and later Resets use
+// such a timer too, so that a goroutine waiting on C is never stranded. A
+// Ticker's place in the bound is given back. Called by SystemTimer.Stop,
+// for the channel timers it took.
+func (ct *chanTimer) orphan() {
+	old, gen := ct.take("orphan")
+	if old&chanPhase == chanArmed && ct.rt == nil {
+		now := ct.t.sh.st.now()
+		ct.rt = ct.t.sh.st.clock.AfterFunc(time.Duration(max(ct.when.Load()-now, 0)), ct.fire)
+	}
+	ct.releaseHold()
+	ct.release(gen, old&chanPhase)
 }
 
 // hold takes a place in WithMaxPending's bound for a Ticker that has none,
@@ -275,8 +329,8 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 // before the Ticker is armed.
 func (ct *chanTimer) hold() bool {
 	st := ct.t.sh.st
-	if st.maxPending == 0 || ct.held.Load() {
-		return true
+	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil {
+		return true // no bound, held, or no longer on the wheel
 	}
 	if !st.tryReserve() {
 		st.pendingBarrier() // places given back under a lock (see reserveLocked)
@@ -331,7 +385,7 @@ func (ct *chanTimer) stop(name string) bool {
 	old, gen := ct.take(name)
 	pending := old&chanPhase == chanArmed
 	if pending {
-		ct.t.Stop() // a run already handed over finds the timer idle
+		ct.disarm()
 	}
 	ct.releaseHold()
 	if ct.drain() {
@@ -352,7 +406,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 	if period > 0 {
 		ct.period = period
 		if !ct.hold() {
-			ct.t.Stop()
+			ct.disarm()
 			ct.release(gen, chanIdle)
 			return pending, ErrTooManyPending
 		}
@@ -361,19 +415,15 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 	when := satAdd(now, int64(d))
 	ct.when.Store(when)
 	if when <= now {
-		ct.t.Stop()
-		if st.closed.Load() {
-			ct.release(gen, chanIdle)
-			return pending, ErrStopped
-		}
+		ct.disarm()
 		ct.c <- st.epoch.Add(time.Duration(when)) // emptied above; only the holder sends
 		ct.release(gen, chanIdle)
 		return pending, nil
 	}
 	// The underlying Timer is moved while the timer is busy: a run it
 	// makes meanwhile kicks, and release delivers for it.
-	if _, err := ct.t.resetTo(when, now); err != nil {
-		ct.t.Stop()
+	if err := ct.arm(when, now); err != nil {
+		ct.disarm()
 		ct.releaseHold()
 		ct.release(gen, chanIdle)
 		return pending, err
@@ -434,9 +484,9 @@ func (ct *chanTimer) deliver(now int64) uint64 {
 		next = satAdd(when, satMul(p, (now-when)/p+1))
 	}
 	ct.when.Store(next)
-	if _, err := ct.t.resetTo(next, now); err != nil {
+	if err := ct.arm(next, now); err != nil {
 		ct.releaseHold()
-		return chanIdle // the SystemTimer is stopped (a Ticker is never refused by the bound): it ends
+		return chanIdle // cannot happen: a Ticker holds its place in the bound
 	}
 	failpointStall("chan:next") // the next tick's run may come now: it kicks
 	return chanArmed

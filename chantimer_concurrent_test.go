@@ -233,9 +233,10 @@ func TestConcurrentChanHammer(t *testing.T) {
 }
 
 // TestConcurrentTickerSystemStop: tickers ticking every tick, stopped and
-// reset by goroutines, as SystemTimer.Stop comes. Nothing hangs, no tick
-// is delivered after SystemTimer.Stop returns, and WithMaxPending's count
-// returns to zero as the tickers are stopped.
+// reset by goroutines, as SystemTimer.Stop comes and moves them to the
+// clock's timers (see chanTimer.orphan). Nothing hangs or races; each
+// Ticker then still works (a Stop leaves nothing in C, a Reset ticks), and
+// WithMaxPending's count is back to zero.
 func TestConcurrentTickerSystemStop(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
@@ -251,11 +252,14 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 				}
 			}
 			var wg sync.WaitGroup
+			quit := make(chan struct{})
 			for i, tk := range tickers {
 				wg.Go(func() {
 					rng := rand.New(rand.NewPCG(uint64(round), uint64(i)))
 					for {
 						select {
+						case <-quit:
+							return
 						case <-tk.C:
 						default:
 						}
@@ -263,17 +267,17 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 						case 0:
 							tk.Stop()
 						default:
-							if err := tk.TryReset(time.Duration(1+rng.IntN(2000)) * time.Microsecond); err != nil {
-								return // stopped
-							}
+							tk.Reset(time.Duration(1+rng.IntN(2000)) * time.Microsecond)
 						}
 					}
 				})
 			}
-			spin(20000 * (round%5 + 1))
+			spinFor(time.Duration(round%5+1) * time.Millisecond)
 			if left := st.Stop(); len(left) != 0 {
 				t.Fatalf("round %d: SystemTimer.Stop returned %d timers", round, len(left))
 			}
+			spinFor(2 * time.Millisecond) // the goroutines go on, on the clock's timers
+			close(quit)
 			wg.Wait()
 			for _, tk := range tickers {
 				tk.Stop()
@@ -283,6 +287,14 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 			}
 			if n := st.pending.Load(); n != 0 {
 				t.Fatalf("round %d: WithMaxPending's count = %d", round, n)
+			}
+			tk := tickers[round%len(tickers)]
+			tk.Reset(time.Millisecond)
+			for range 2 {
+				testwait.Recv(t, tk.C, "a tick of a Ticker reset after SystemTimer.Stop")
+			}
+			for _, tk := range tickers {
+				tk.Stop()
 			}
 		}
 	})

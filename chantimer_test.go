@@ -452,50 +452,97 @@ func TestNewTimerZero(t *testing.T) {
 	})
 }
 
-// TestChanStopped: after SystemTimer.Stop, NewTimer and NewTicker return
-// ErrStopped, After and Tick fall back to the runtime's timers, and channel
-// timers are not among the timers Stop returns.
-func TestChanStopped(t *testing.T) {
+// TestChanOutliveStop: channel timers outlive their SystemTimer, as the
+// time package's never stop. Those pending at SystemTimer.Stop deliver at
+// their deadlines, a Ticker ticking goes on on its schedule, and NewTimer,
+// NewTicker, After, Tick and the Resets after Stop work, with the same
+// semantics (no stale value, the due time as the value); SystemTimer.Stop
+// returns none of them.
+func TestChanOutliveStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t)
+		start := time.Now()
 		tm, err := st.NewTimer(time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tk, err := st.NewTicker(time.Hour)
+		tk, err := st.NewTicker(10 * time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if v := <-tk.C; v.Sub(start) != 10*time.Millisecond {
+			t.Fatalf("first tick at start+%v", v.Sub(start))
+		}
+		stopped, err := st.NewTimer(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped.Stop()
 		f, err := st.AfterFunc(time.Hour, func() {})
 		if err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(5 * time.Millisecond)
 		if left := st.Stop(); len(left) != 1 || left[0] != f {
 			t.Fatalf("Stop returned %d timers, want the AfterFunc's alone", len(left))
 		}
-		if _, err := st.NewTimer(time.Second); !errors.Is(err, ErrStopped) {
+		// The ticker goes on, on its schedule: 20ms, 30ms.
+		for _, want := range []time.Duration{20 * time.Millisecond, 30 * time.Millisecond} {
+			if v := <-tk.C; v.Sub(start) != want {
+				t.Fatalf("tick after SystemTimer.Stop at start+%v, want start+%v", v.Sub(start), want)
+			}
+			if now := time.Since(start); now != want {
+				t.Fatalf("tick due at %v received at %v", want, now)
+			}
+		}
+		tk.Reset(time.Second) // a new period, after Stop
+		at := time.Since(start)
+		if v := <-tk.C; v.Sub(start) != at+time.Second {
+			t.Fatalf("tick after Reset(1s) at start+%v, want start+%v", v.Sub(start), at+time.Second)
+		}
+		tk.Stop()
+		// The timer pending at Stop delivers at its deadline.
+		if v := <-tm.C; v.Sub(start) != time.Hour || time.Since(start) != time.Hour {
+			t.Fatalf("timer of an hour delivered start+%v at start+%v", v.Sub(start), time.Since(start))
+		}
+		// New ones, and Resets, work.
+		made := time.Now()
+		tm2, err := st.NewTimer(time.Second)
+		if err != nil {
 			t.Fatalf("NewTimer after Stop: %v", err)
 		}
-		if _, err := st.NewTicker(time.Second); !errors.Is(err, ErrStopped) {
-			t.Fatalf("NewTicker after Stop: %v", err)
+		if was, err := tm.TryReset(2 * time.Second); was || err != nil {
+			t.Fatalf("TryReset of a fired timer after Stop = %v, %v", was, err)
 		}
-		if _, err := tm.TryReset(time.Second); !errors.Is(err, ErrStopped) {
-			t.Fatalf("ChanTimer.TryReset after Stop: %v", err)
+		if !tm.Stop() {
+			t.Fatal("Stop of a pending timer after SystemTimer.Stop = false")
 		}
-		if err := tk.TryReset(time.Second); !errors.Is(err, ErrStopped) {
-			t.Fatalf("Ticker.TryReset after Stop: %v", err)
-		}
-		start := time.Now()
-		if v := <-st.After(time.Second); v.Sub(start) < time.Second {
-			t.Fatalf("After's fallback delivered at start+%v", v.Sub(start))
-		}
-		c := st.Tick(time.Second)
-		if v := <-c; v.Sub(start) < 2*time.Second {
-			t.Fatalf("Tick's fallback delivered at start+%v", v.Sub(start))
+		tm.Reset(0)
+		if !tm.Reset(time.Minute) { // Reset(0)'s value was there: taken back
+			t.Fatal("Reset with a value not received = false")
 		}
 		synctest.Wait()
-		if len(tm.C) != 0 || len(tk.C) != 0 {
-			t.Fatal("a channel timer delivered after SystemTimer.Stop")
+		if len(tm.C) != 0 {
+			t.Fatal("a stale value after Reset")
+		}
+		if v := <-tm2.C; v.Sub(made) != time.Second || time.Since(made) != time.Second {
+			t.Fatalf("NewTimer(1s) after Stop delivered made+%v at made+%v", v.Sub(made), time.Since(made))
+		}
+		if v := <-tm.C; v.Sub(made) != time.Minute {
+			t.Fatalf("the timer reset to a minute delivered made+%v", v.Sub(made))
+		}
+		now := time.Now()
+		now = time.Now()
+		if v := <-st.After(time.Second); v.Sub(now) != time.Second {
+			t.Fatalf("After(1s) after Stop delivered now+%v", v.Sub(now))
+		}
+		tk2 := st.Tick(time.Second)
+		if v := <-tk2; v.Sub(now) != 2*time.Second {
+			t.Fatalf("Tick(1s) after Stop ticked at now+%v", v.Sub(now))
+		}
+		synctest.Wait()
+		if len(stopped.C) != 0 {
+			t.Fatal("a timer stopped before SystemTimer.Stop delivered")
 		}
 	})
 }

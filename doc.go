@@ -289,12 +289,14 @@
 //     collects such a runtime timer. So After in a loop (a select with
 //     a timeout per iteration) keeps one timer per iteration pending for
 //     its whole delay: make one with NewTimer and Reset it per iteration.
-//   - NewTimer and NewTicker return an error, [ErrStopped] or
-//     [ErrTooManyPending]; After and Tick, which cannot, fall back to
+//   - NewTimer and NewTicker return [ErrTooManyPending] beyond
+//     [WithMaxPending]'s bound; After and Tick, which cannot, fall back to
 //     time.After and time.Tick.
-//   - [SystemTimer.Stop] does not return channel timers: their channels
-//     receive nothing more, and Reset arms nothing ([ChanTimer.TryReset]
-//     and [Ticker.TryReset] return ErrStopped).
+//   - Channel timers outlive their SystemTimer, as the time package's
+//     never stop: [SystemTimer.Stop] does not return them, and those
+//     pending then, and those made or reset after, run on timers of the
+//     clock (the runtime's by default). A goroutine waiting on C is never
+//     stranded by a shutdown.
 //
 // # Clocks
 //

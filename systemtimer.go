@@ -18,20 +18,21 @@ import (
 var (
 	// ErrStopped says that the SystemTimer has been stopped, so a timer
 	// could not be armed. It is returned by [SystemTimer.AfterFunc],
-	// [SystemTimer.ScheduleFunc], [SystemTimer.NewTimer],
-	// [SystemTimer.NewTicker], [Timer.TryReset], [ChanTimer.TryReset] and
-	// [Ticker.TryReset] (Reset arms nothing and does not say why); it is
+	// [SystemTimer.ScheduleFunc] and [Timer.TryReset] (Reset arms nothing
+	// and does not say why); it is
 	// the cause (context.Cause) of the contexts of [SystemTimer.WithTimeout]
 	// and [SystemTimer.WithDeadline], canceled at birth or when the
 	// SystemTimer stops. The packages built on this one wrap it: idleconn's
 	// Wrap, and Accept on a listener from idleconn.Listen; purgatory's
-	// TryCompleteElseWatch. Test for it with errors.Is. [SystemTimer.After]
-	// and [SystemTimer.Tick] do not fail: they fall back to the runtime's
-	// timers.
+	// TryCompleteElseWatch. Test for it with errors.Is. Channel timers
+	// never return it: they outlive the SystemTimer (see
+	// [SystemTimer.NewTimer]).
 	ErrStopped = errors.New("timingwheel: the SystemTimer is stopped")
 	// ErrTooManyPending says that arming a timer would exceed the bound of
 	// [WithMaxPending]. The calls that return [ErrStopped] return it
-	// instead when they find the SystemTimer running and full.
+	// instead when they find the SystemTimer running and full, and so do
+	// [SystemTimer.NewTimer], [SystemTimer.NewTicker], [ChanTimer.TryReset]
+	// and [Ticker.TryReset].
 	ErrTooManyPending = errors.New("timingwheel: too many pending timers")
 
 	errNilFunc      = errors.New("timingwheel: nil func")
@@ -502,9 +503,9 @@ func (st *SystemTimer) Len() int {
 // returns. It returns the Timers whose callbacks had not started: pending
 // ones and ones handed to the executor but not yet run. Contexts from
 // WithTimeout and WithDeadline that had not expired are canceled instead
-// (their Err is context.Canceled), and channel timers and tickers from
-// NewTimer and NewTicker are not returned either: their channels receive
-// nothing more.
+// (their Err is context.Canceled). Channel timers and tickers from NewTimer
+// and NewTicker are not returned either: they go on, on timers of the
+// clock (the runtime's, by default), as if nothing had happened.
 //
 // Stop waits for the driver, the workers and every callback still running to
 // return, except a callback that is itself calling Stop. It is idempotent:
@@ -600,7 +601,7 @@ func (st *SystemTimer) Stop() []*Timer {
 		case kindContext:
 			ctxOf(t).cancel()
 		case kindChan, kindTicker:
-			chanOf(t).releaseHold() // a Ticker's run that never started
+			chanOf(t).orphan() // its clock's timer takes over
 		default:
 			kept = append(kept, t)
 		}

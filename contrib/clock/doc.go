@@ -51,10 +51,12 @@
 // life; from then on C and Chan return the new timer's channel, so a caller
 // that kept the channel from before must call C again.
 //
-// What the adapter cannot do is move timers already pending on the wheel
-// when the SystemTimer is stopped: their channels receive nothing after
-// Stop, and their AfterFunc callbacks never run. Stop the SystemTimer after
-// the code using the clock has stopped waiting on it.
+// Channel timers and tickers outlive their SystemTimer (see
+// timingwheel.SystemTimer.NewTimer): those pending when it is stopped go on,
+// on the clock's timers, so a goroutine waiting on C or Chan is not
+// stranded. AfterFunc callbacks pending then never run (SystemTimer.Stop
+// returns them to its caller, not to the adapter): stop the SystemTimer
+// after the code using the clock has stopped waiting on it.
 //
 // Misuse panics, as it does with the time package: NewTicker and a
 // Ticker's Reset with a period d <= 0 (Tick(d) then returns nil, as
