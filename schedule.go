@@ -146,6 +146,10 @@ func (p *periodic) rearm() {
 	t := &p.t
 	sh := t.sh
 	st := sh.st
+	// The clock may be the user's (WithClock): read it with no lock held.
+	// The deadline of a time measured against an earlier reading is the
+	// same (see deadlineFrom).
+	n := st.clockNow()
 	sh.mu.Lock()
 	for {
 		if _, s := unpack(t.w.Load()); s != stateFired || sh.closed {
@@ -167,7 +171,8 @@ func (p *periodic) rearm() {
 			prev := p.prev
 			sh.unlock()
 			failpoint("rearm:next")
-			next, ok, bad := p.nextOrExit(prev, st.clockNow())
+			n = st.clockNow()
+			next, ok, bad := p.nextOrExit(prev, n)
 			sh.mu.Lock()
 			if p.stopReq || p.resetReq || sh.closed {
 				continue // Stop or Reset got there meanwhile
@@ -184,7 +189,7 @@ func (p *periodic) rearm() {
 			at = next
 		}
 		p.prev = at
-		when, now := st.deadline(at)
+		when, now := st.deadlineFrom(at, n)
 		t.w.Store(pack(st.dueTick(when), statePending))
 		sh.admit(t, floorDiv(now, st.tick))
 		sh.unlock()
@@ -196,9 +201,10 @@ func (p *periodic) rearm() {
 func (p *periodic) stop() bool {
 	t := &p.t
 	sh := t.sh
+	now := sh.st.now() // the clock may be the user's: read it with no lock held
 	sh.mu.Lock()
 	defer sh.unlock()
-	sh.drain(sh.st.now()) // a queued timer becomes pending
+	sh.drain(now) // a queued timer becomes pending
 	switch _, s := unpack(t.w.Load()); s {
 	case statePending:
 		sh.stopPending(t) // under mu, only this goroutine changes w

@@ -232,7 +232,15 @@ func (st *SystemTimer) clockNow() time.Time {
 // every step of the wall clock since New, early when the clock was stepped
 // back.
 func (st *SystemTimer) deadline(t time.Time) (when, now int64) {
-	n := st.clockNow()
+	return st.deadlineFrom(t, st.clockNow())
+}
+
+// deadlineFrom is deadline measured against n, a clock reading taken
+// earlier by the caller (with no lock held: the clock may be the user's).
+// The deadline does not depend on when n was read, as long as it was read
+// from the same clock: an earlier n makes now smaller and t.Sub(n) larger
+// by the same amount; now is only as fresh as n.
+func (st *SystemTimer) deadlineFrom(t, n time.Time) (when, now int64) {
 	now = int64(n.Sub(st.epoch))
 	return satAdd(now, int64(t.Sub(n))), now
 }
