@@ -160,10 +160,20 @@ type SizeChart struct {
 	Title  string
 	XLabel string
 	YLabel string
+	// Match, when not nil, selects the cases drawn by their label: for a
+	// workload with a chart per kind of case.
+	Match func(label string) bool
+	// File names the file instead of the metric, for such charts.
+	File string
+	// XTicks marks the x axis; nil: counts at powers of ten.
+	XTicks plot.Ticker
 }
 
 // Draw implements Chart.
 func (c SizeChart) Draw(dir, format string, wl *Workload, cases []CaseResult) ([]string, error) {
+	if c.Match != nil {
+		cases = slices.DeleteFunc(slices.Clone(cases), func(cr CaseResult) bool { return !c.Match(cr.Case.Label) })
+	}
 	if len(cases) < 2 {
 		return nil, nil
 	}
@@ -173,6 +183,9 @@ func (c SizeChart) Draw(dir, format string, wl *Workload, cases []CaseResult) ([
 	p.X.Label.Text = c.XLabel
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = countTicks{}
+	if c.XTicks != nil {
+		p.X.Tick.Marker = c.XTicks
+	}
 	p.Y.Label.Text = c.YLabel
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = ticks125{}
@@ -214,7 +227,11 @@ func (c SizeChart) Draw(dir, format string, wl *Workload, cases []CaseResult) ([
 	// Room around the points.
 	p.X.Min, p.X.Max = minX/1.5, maxX*1.5
 	p.Y.Min, p.Y.Max = minY/1.5, maxY*1.5
-	name := filepath.Join(dir, fileName(wl.Name, c.Metric)+"."+format)
+	file := c.File
+	if file == "" {
+		file = c.Metric
+	}
+	name := filepath.Join(dir, fileName(wl.Name, file)+"."+format)
 	if err := save(p, legend, 7*vg.Inch, 5*vg.Inch, format, name); err != nil {
 		return nil, err
 	}
@@ -284,6 +301,19 @@ func (countTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		return formatCount(int(math.Round(v)))
 	})
+}
+
+// powersOfTwo labels a log axis at the powers of two: 1, 2, 4, 8, 16.
+type powersOfTwo struct{}
+
+func (powersOfTwo) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for v := 1.0; v <= hi; v *= 2 {
+		if v >= lo {
+			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+		}
+	}
+	return ticks
 }
 
 // fileName joins parts into a file name of letters, digits and dashes.

@@ -131,6 +131,9 @@ func runCase(c Case, spec *ImplSpec, prof Profile, pr *Progress, timeout time.Du
 		os.Exit(3)
 	})
 	defer watchdog.Stop()
+	if c.GOMAXPROCS > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.GOMAXPROCS))
+	}
 	cleanHeap()
 	res := Result{Impl: spec.Name}
 	e := &Env{Impl: spec.New(), Spec: spec, Profile: prof, progress: pr, res: &res}

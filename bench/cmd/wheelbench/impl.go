@@ -63,6 +63,26 @@ type Resetter interface {
 	Unarmed(f func()) Handle
 }
 
+// A ChanTimerMaker is an Impl that can also make timers that deliver on a
+// channel, as time.NewTimer does. Workloads of channel timers (selectloop,
+// parallel's newtimer) find it by type assertion and skip the
+// implementations that lack it.
+type ChanTimerMaker interface {
+	// NewChanTimer makes a timer that sends the time on the returned
+	// channel once d has elapsed; the channel is the timer's C, the same
+	// for its whole life.
+	NewChanTimer(d time.Duration) (ChanTimer, <-chan time.Time)
+}
+
+// A ChanTimer is a timer made by a ChanTimerMaker, with the time
+// package's semantics since Go 1.23: *time.Timer and
+// *timingwheel.ChanTimer as they are, so that a workload's Reset and Stop
+// cost each implementation the same dynamic call.
+type ChanTimer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
 // A LatenessReporter is an Impl that measures how late its callbacks
 // start, as this library's Stats does: the storm prints that beside its
 // own measurement, and checks that they agree.
@@ -83,6 +103,11 @@ type ImplSpec struct {
 	// asked to hold at once; larger cases skip it with SkipWhy.
 	MaxPending func() int
 	SkipWhy    string
+	// Serial, when not empty, says that one goroutine of the
+	// implementation's own carries out all its calls, and why: a workload
+	// that measures how the calls scale over cores (parallel) skips it
+	// with this reason.
+	Serial string
 }
 
 // impls lists the implementations in the order every case runs them. The

@@ -32,6 +32,7 @@ var gozeroSpec = &ImplSpec{
 	MaxPending: func() int { return *gozeroMax },
 	SkipWhy: "more than -gozero-max pending: each SetTimer is a hand-off to its goroutine (~3-4 µs here), so 10M take ~40 s " +
 		"to set up (the first 1-2 min timers would fire during the churn pairs) and ~2.2 GB (~220 B a timer)",
+	Serial: "one goroutine of go-zero's carries out all its calls: they do not run on several cores",
 }
 
 type gozeroImpl struct {

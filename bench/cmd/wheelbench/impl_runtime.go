@@ -10,7 +10,7 @@ import (
 var runtimeSpec = &ImplSpec{
 	Name: "time.AfterFunc",
 	How: func() string {
-		return "time.AfterFunc, (*time.Timer).Stop and Reset; each callback runs in a goroutine of its own"
+		return "time.AfterFunc, (*time.Timer).Stop and Reset, time.NewTimer; each callback runs in a goroutine of its own"
 	},
 	New: func() Impl { return runtimeImpl{} },
 }
@@ -32,6 +32,12 @@ func (runtimeImpl) Unarmed(f func()) Handle {
 	t := time.AfterFunc(time.Hour, f)
 	t.Stop()
 	return t
+}
+
+// NewChanTimer implements ChanTimerMaker with time.NewTimer.
+func (runtimeImpl) NewChanTimer(d time.Duration) (ChanTimer, <-chan time.Time) {
+	t := time.NewTimer(d)
+	return t, t.C
 }
 
 // WithTimeout implements TimeoutContexter with context.WithTimeout.

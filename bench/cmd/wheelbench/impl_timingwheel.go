@@ -12,7 +12,7 @@ import (
 var timingwheelSpec = &ImplSpec{
 	Name: "timingwheel",
 	How: func() string {
-		return "timingwheel.New() with defaults (tick 1ms); AfterFunc, Timer.Stop, Timer.Reset, Bind, Len, SystemTimer.Stop"
+		return "timingwheel.New() with defaults (tick 1ms); AfterFunc, Timer.Stop, Timer.Reset, Bind, NewTimer, Len, SystemTimer.Stop"
 	},
 	New: func() Impl {
 		st, err := timingwheel.New()
@@ -55,6 +55,13 @@ func (w *wheelImpl) Unarmed(f func()) Handle {
 	b := &boundTimer{}
 	w.st.Bind(&b.t, f)
 	return &b.t
+}
+
+// NewChanTimer implements ChanTimerMaker with SystemTimer.NewTimer.
+func (w *wheelImpl) NewChanTimer(d time.Duration) (ChanTimer, <-chan time.Time) {
+	t, err := w.st.NewTimer(d)
+	mustOK("timingwheel NewTimer", err)
+	return t, t.C
 }
 
 // WithTimeout implements TimeoutContexter with SystemTimer.WithTimeout.

@@ -9,6 +9,7 @@
 //	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
 //	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
+//	go -C bench run ./cmd/wheelbench -workloads parallel   # scaling over cores
 //
 // Each workload is a file that registers itself (see Register); each
 // implementation is an Impl adapter listed in impls.
@@ -36,7 +37,7 @@ import (
 const quickDuration = "about 65 s"
 
 var (
-	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request)")
+	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request, and in a quick run those marked with -full)")
 	implsFlag     = flag.String("impls", "", "comma-separated implementations to run, always in the order timingwheel, time.AfterFunc, go-zero (default: all)")
 	fullFlag      = flag.Bool("full", false, "run the sizes of the targets (bench/README.md) instead of the quick ones (several minutes)")
 	chartsFlag    = flag.String("charts", "", "write charts into this directory")
@@ -55,6 +56,11 @@ func main() {
 	if flag.NArg() > 0 {
 		fail("unexpected arguments: %s", strings.Join(flag.Args(), " "))
 	}
+	prof := Quick
+	if *fullFlag {
+		prof = Full
+	}
+	runProfile = prof
 	wls, err := selectWorkloads(*workloadsFlag)
 	if err != nil {
 		fail("%v", err)
@@ -71,11 +77,6 @@ func main() {
 			fail("%v", err)
 		}
 	}
-	prof := Quick
-	if *fullFlag {
-		prof = Full
-	}
-	runProfile = prof
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -269,11 +270,13 @@ func cpuModel() string {
 	return "unknown CPU (" + runtime.GOARCH + ")"
 }
 
+// selectWorkloads returns the workloads named in list; for an empty list,
+// those a run of runProfile runs by default.
 func selectWorkloads(list string) ([]*Workload, error) {
 	if list == "" {
 		var all []*Workload
 		for _, w := range workloads {
-			if !w.OnRequest {
+			if !w.OnRequest && (!w.QuickOnRequest || runProfile == Full) {
 				all = append(all, w)
 			}
 		}
@@ -338,8 +341,11 @@ func printUsage() {
 	fmt.Fprintf(w, "workloads:\n")
 	for _, wl := range workloads {
 		title := wl.Title
-		if wl.OnRequest {
+		switch {
+		case wl.OnRequest:
 			title = "(on request: only when -workloads names it) " + title
+		case wl.QuickOnRequest:
+			title = "(with -full, or when -workloads names it) " + title
 		}
 		for i, line := range wrap(title, 66) {
 			name := ""

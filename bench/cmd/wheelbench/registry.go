@@ -35,6 +35,11 @@ type Workload struct {
 	// that is not part of the comparison, such as tick, which measures
 	// options only this library has. The tests run it like any other.
 	OnRequest bool
+	// QuickOnRequest keeps the workload out of a quick run without
+	// -workloads, while -full runs it: one of the comparison whose quick
+	// run does not fit in the quick run's time (quickDuration), such as
+	// parallel.
+	QuickOnRequest bool
 }
 
 // A Case is one size of a workload, run against each implementation.
@@ -46,6 +51,11 @@ type Case struct {
 	// that may still be pending (the harness closes the implementation
 	// itself if Run does not).
 	Run func(e *Env) error
+	// GOMAXPROCS, when positive, is the GOMAXPROCS the case runs at: the
+	// harness sets it before it makes the implementation (this library
+	// sizes its shards and workers by GOMAXPROCS in New, as a server that
+	// sets GOMAXPROCS at startup would have them), and restores it after.
+	GOMAXPROCS int
 }
 
 var workloads []*Workload

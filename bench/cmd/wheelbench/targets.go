@@ -30,6 +30,10 @@ type Target struct {
 	// figure that says so. all holds every case of the workload, for a
 	// target that compares cases.
 	Eval func(cr CaseResult, all []CaseResult) (met bool, figure string, err error)
+	// Unshown, when not nil, says why no case of the run matches, and
+	// which of the reasons (notAtSize, notHere, ...) that is; it returns
+	// "" to leave it to notShown.
+	Unshown func(t Target, cases []CaseResult) (figure, why string)
 }
 
 // targets are the rows of bench/README.md's targets table, in its order.
@@ -74,6 +78,24 @@ var targets = []Target{
 		What: "ns/pair ≤ 0.7 × time.Timer's Reset+Stop", Eval: relative("ns/pair", runtimeName, 0.7)},
 	{Workload: "reuse",
 		What: "allocs/pair = 0", Eval: allocs("allocs/pair", 0)},
+
+	{Workload: "selectloop",
+		What: "ns/iter ≤ time.NewTimer's", Eval: relative("ns/iter", runtimeName, 1)},
+	{Workload: "selectloop",
+		What: "allocs/iter ≤ time.NewTimer's", Eval: allocsAtMostBase("allocs/iter", runtimeName)},
+
+	parallelWork("churn", 2, 1.7),
+	parallelWork("rearm", 2, 1.7),
+	parallelWork("reuse", 2, 1.7),
+	parallelWork("churn", 16, 12),
+	parallelWork("rearm", 16, 12),
+	parallelWork("reuse", 16, 12),
+	{Workload: "parallel", At: fmt.Sprintf("k=%d churn (k = the CPUs)", parallelCPUs), Match: caseIs(parallelLabel(parallelCPUs, "churn")),
+		What: "ns/op ≤ 0.5 × time.AfterFunc's", Eval: relative("ns/op", runtimeName, 0.5), Unshown: parallelUnshown("churn", parallelCPUs)},
+	{Workload: "parallel", At: fmt.Sprintf("k=%d rearm (k = the CPUs)", parallelCPUs), Match: caseIs(parallelLabel(parallelCPUs, "rearm")),
+		What: "ns/op ÷ time.Timer.Reset's ≤ that at k=1", Eval: noWorseThanAtOne("ns/op", runtimeName, "rearm"), Unshown: parallelUnshown("rearm", parallelCPUs)},
+	{Workload: "parallel", At: fmt.Sprintf("k=%d reuse (k = the CPUs)", parallelCPUs), Match: caseIs(parallelLabel(parallelCPUs, "reuse")),
+		What: "ns/op ÷ time.Timer's ≤ that at k=1", Eval: noWorseThanAtOne("ns/op", runtimeName, "reuse"), Unshown: parallelUnshown("reuse", parallelCPUs)},
 
 	{Workload: "idleconns", At: "c=10k, exact", Match: idleConnsAt("c=10k,"),
 		What: "CPU/msg < SetReadDeadline's", Eval: below("CPU/msg", runtimeName)},
@@ -294,6 +316,75 @@ func httpCtxsOf(label string) (int, bool) {
 	return k, err == nil
 }
 
+// allocsAtMostBase: this library's allocations per operation ≤ base's,
+// both as printed (two decimals).
+func allocsAtMostBase(metric, base string) func(CaseResult, []CaseResult) (bool, string, error) {
+	return func(cr CaseResult, _ []CaseResult) (bool, string, error) {
+		w, b, err := wheelResult(cr, base)
+		if err != nil {
+			return false, "", err
+		}
+		x, ok1 := w.metric(metric)
+		y, ok2 := b.metric(metric)
+		if !ok1 || !ok2 {
+			return false, "", fmt.Errorf("no %s to compare", metric)
+		}
+		xs, ys := strconv.FormatFloat(x, 'f', 2, 64), strconv.FormatFloat(y, 'f', 2, 64)
+		xr, _ := strconv.ParseFloat(xs, 64)
+		yr, _ := strconv.ParseFloat(ys, 64)
+		return xr <= yr, fmt.Sprintf("%s (%s: %s)", xs, base, ys), nil
+	}
+}
+
+// parallelWork is the target of the parallel workload's op at k
+// goroutines: at least bound × the work of one goroutine. It is shown
+// only where k goroutines do not outnumber the CPUs.
+func parallelWork(op string, k int, bound float64) Target {
+	at := fmt.Sprintf("k=%d %s", k, op)
+	if k > 2 {
+		at += fmt.Sprintf(" on %d CPUs", k)
+	}
+	return Target{Workload: "parallel", At: at, Match: caseIs(parallelLabel(k, op)),
+		What:    fmt.Sprintf("work ≥ %s × k=1's", formatDecimal(bound)),
+		Eval:    atLeast("work", bound, Decimal),
+		Unshown: parallelUnshown(op, k)}
+}
+
+// parallelUnshown says why a parallel target at op and k is not shown:
+// the run left op out, or k goroutines outnumber this machine's CPUs.
+func parallelUnshown(op string, k int) func(Target, []CaseResult) (string, string) {
+	return func(t Target, cases []CaseResult) (string, string) {
+		if !slices.ContainsFunc(cases, func(cr CaseResult) bool { return parallelOpOf(cr.Case.Label) == op }) {
+			return "-parallel-cases left " + op + " out", notRun
+		}
+		if k > parallelCPUs {
+			return fmt.Sprintf("needs %d CPUs, this machine has %d", k, parallelCPUs), notHere
+		}
+		return "", ""
+	}
+}
+
+// noWorseThanAtOne: this library's figure ÷ base's at this case's k is at
+// most the same quotient at k=1, in the parallel workload's op.
+func noWorseThanAtOne(metric, base, op string) func(CaseResult, []CaseResult) (bool, string, error) {
+	return func(cr CaseResult, all []CaseResult) (bool, string, error) {
+		q, err := ratioTo(cr, metric, base)
+		if err != nil {
+			return false, "", err
+		}
+		i := slices.IndexFunc(all, func(c CaseResult) bool { return c.Case.Label == parallelLabel(1, op) })
+		if i < 0 {
+			return false, "", fmt.Errorf("no k=1 %s case in this run (-parallel-k)", op)
+		}
+		q1, err := ratioTo(all[i], metric, base)
+		if err != nil {
+			return false, "", fmt.Errorf("k=1: %v", err)
+		}
+		return q <= q1, fmt.Sprintf("%s× here, %s× at k=1 (table: %s×, %s×)",
+			formatDecimal(q), formatDecimal(q1), formatDecimal(1/q), formatDecimal(1/q1)), nil
+	}
+}
+
 // A Verdict is the outcome of one target in one case, or the reason the
 // run cannot show it.
 type Verdict struct {
@@ -312,6 +403,7 @@ const (
 	notAtSize = "size"      // this run lacks the size the target is stated at
 	elsewhere = "elsewhere" // wheelbench does not measure it
 	notRun    = "run"       // an implementation was not run, or failed
+	notHere   = "machine"   // stated for more CPUs than this machine has
 )
 
 const (
@@ -353,7 +445,14 @@ func judge(wl *Workload, cases []CaseResult) []Verdict {
 			vs = append(vs, v)
 		}
 		if n == 0 {
-			vs = append(vs, Verdict{wl.Name, t.At, t.What, markNotShown, notShown(t, cases), notAtSize})
+			fig, why := "", ""
+			if t.Unshown != nil {
+				fig, why = t.Unshown(t, cases)
+			}
+			if fig == "" {
+				fig, why = notShown(t, cases), notAtSize
+			}
+			vs = append(vs, Verdict{wl.Name, t.At, t.What, markNotShown, fig, why})
 		}
 	}
 	return vs
@@ -406,6 +505,9 @@ func writeVerdicts(w io.Writer, vs []Verdict) {
 		} else {
 			why = append(why, fmt.Sprintf("%d stated at sizes this run does not have", n))
 		}
+	}
+	if n := count[notHere]; n > 0 {
+		why = append(why, fmt.Sprintf("%d stated for more CPUs than this machine has", n))
 	}
 	if n := count[elsewhere]; n > 0 {
 		why = append(why, fmt.Sprintf("%d measured by another command", n))
