@@ -254,7 +254,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	}
 	t.sh = st.shardOf(t)
 	now := st.now()
-	when := satAdd(now, int64(d))
+	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.NewTimer
 	ct.when.Store(when)
 	if when <= now {
 		// Due at once: the value is there when NewTimer returns, as the
@@ -412,7 +412,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 		}
 	}
 	now := st.now()
-	when := satAdd(now, int64(d))
+	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.Timer.Reset
 	ct.when.Store(when)
 	if when <= now {
 		ct.disarm()

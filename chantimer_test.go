@@ -431,8 +431,8 @@ func TestNewTimerZero(t *testing.T) {
 			}
 			select {
 			case v := <-tm.C:
-				if !v.Equal(start.Add(d)) && !v.Equal(start) {
-					t.Errorf("NewTimer(%v) delivered start+%v", d, v.Sub(start))
+				if !v.Equal(start) { // the time package sends the call's time for d <= 0
+					t.Errorf("NewTimer(%v) delivered start+%v, want start", d, v.Sub(start))
 				}
 			default:
 				t.Errorf("NewTimer(%v): no value at once", d)

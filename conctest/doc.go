@@ -1,27 +1,27 @@
-// Package conctest checks that the Timers of package timingwheel are
-// linearizable: that every result a history of concurrent operations
-// produced is one that some order of those operations, each taking effect
-// at one instant between its call and its return, produces on a
-// sequential model of the timers. The checker is porcupine
-// (github.com/anishathalye/porcupine). The package has no code of its own,
-// only tests; it is a module apart so that porcupine does not become a
-// dependency of the library.
+// Package conctest checks that the Timers of package timingwheel, and its
+// channel timers (ChanTimer, Ticker), are linearizable: that every result a
+// history of concurrent operations produced is one that some order of
+// those operations, each taking effect at one instant between its call and
+// its return, produces on a sequential model of the timers. The checker
+// is porcupine (github.com/anishathalye/porcupine). The package has no
+// code of its own, only tests; it is a module apart so that porcupine does
+// not become a dependency of the library.
 //
 // # Histories
 //
-// A history is a fresh SystemTimer (WithTick(100µs)) with 2 to 4 timers,
-// each made by AfterFunc(d) or bound, idle, by Bind, and 3 or 4 goroutines
-// per timer, each making 3 to 6 operations on it: Stop, Reset(d) and
-// TryReset(d), d drawn from 0, a negative duration, a few ticks, a few
+// A history of Timers is a fresh SystemTimer (WithTick(100µs)) with 2 to 4
+// timers, each made by AfterFunc(d) or bound, idle, by Bind, and 3 or 4
+// goroutines per timer, each making 3 to 6 operations on it: Stop, Reset(d)
+// and TryReset(d), d drawn from 0, a negative duration, a few ticks, a few
 // milliseconds and an hour, with pauses between them, under GOMAXPROCS(8),
 // above the core count, so that the OS preempts goroutines anywhere. Every
 // history ends with SystemTimer.Stop; in some, another Stop starts at a
 // random moment, racing the operations and the AfterFunc calls that make
 // timers. Each operation is recorded with its call and return times (the
 // monotonic clock, in ns since the history began) and its results; each
-// callback records when it started; each SystemTimer.Stop, whether the
-// slice it returned holds each timer. Each test runs in a child process,
-// so that a crash or a hang fails that test alone.
+// callback records when it started; each SystemTimer.Stop, whether the slice
+// it returned holds each timer. Each test runs in a child process, so that a
+// crash or a hang fails that test alone.
 //
 // # The model
 //
@@ -71,9 +71,82 @@
 // late: the model alone allows it), and that the slice Stop returns holds
 // no timer twice and none that AfterFunc did not return.
 //
+// # Channel timers
+//
+// TestLinearizableChan and TestLinearizableTicker record histories of one
+// ChanTimer or Ticker (WithTick(100µs) again) and 3 or 4 goroutines that
+// make 4 to 8 operations each on it: Stop, Reset(d), TryReset(d), a receive
+// from C with a select's default, and a receive that waits a tick, a few
+// or a millisecond for a value (and looks once more when the wait ends, so
+// that a value that came before it was waiting is not lost to the race of
+// the select), d drawn from 0 (ChanTimer only; not negative, see
+// TestChanTimerNegativeDuration), a tick or less, a few ticks (Ticker), a
+// few ms and an hour. In half of the histories,
+// SystemTimer.Stop comes at a random moment among the operations, and in
+// half of those the timer is made after the operations start, racing it.
+// Then, alone: a receive that waits for a value the history may still owe
+// (see below); SystemTimer.Stop, if it has not come; Reset to a tick and a
+// receive that waits for its value; Stop; a receive that gets none. A
+// value received is recorded as a time of the history (both it and the
+// history's base carry monotonic readings).
+//
+// A channel timer outlives its SystemTimer, on a timer of the clock: in
+// the model, SystemTimer.Stop changes nothing. A deadline is read from the
+// clock during the call that arms it, so the model knows it as bounds:
+// [call+d, return+d].
+//
+//   - ChanTimer: the state is whether the timer is pending (armed, or its
+//     value in C: Stop and Reset report both, and take back a value not
+//     received) and the bounds of its deadline. NewTimer, Reset and
+//     TryReset arm it; Stop, Reset and TryReset return whether it was
+//     pending, and TryReset never fails. A receive that gets a value v
+//     needs the timer pending and v within the bounds (the value is the
+//     deadline of the current arming, not the time it was sent) and at or
+//     before the receive's return (it is never sent before it is due);
+//     then the timer is not pending: one value per arming, and none after
+//     a Stop or Reset that returned. A receive that gets none is wrong only
+//     if the timer is pending and the moment it saw C empty (its call; for
+//     a waiting receive, the call plus the wait) is more than maxLate past
+//     the deadline's upper bound.
+//   - Ticker: the state is whether it is armed, its period, the bounds of
+//     its schedule's origin (the first tick), the last tick received since
+//     the arming, and when the next tick is due at the latest. A tick
+//     received must be later than the last, at or before the receive's
+//     return, and origin+k*period for an origin within the bounds; it
+//     narrows the bounds to the origins that put it on the schedule, so
+//     later ticks must fall on the same points. A receive that gets none
+//     is wrong if the ticker is armed and it saw C empty more than maxLate
+//     after the next tick was due: the origin's upper bound, or a period
+//     after the return of the receive that took the last tick (the run that
+//     delivered it armed the next within a period, and a tick that finds C
+//     full is dropped). Stop disarms; Reset and TryReset arm a new schedule.
+//
+// maxLate, 100ms, bounds how late a value may come: far above the tick
+// and scheduling delay, so that only a value lost for good trips it. To
+// catch one, the receive after the operations waits until maxLate past the
+// deadline of every arming that may be linearized last (unless one of
+// them is a Stop or an arming for an hour, or, for a ChanTimer, a receive
+// got a value within the bounds of one: then it would wait for nothing),
+// and the receive after the last Reset waits for its value.
+//
+// TestChanModel and TestTickerModel feed the models hand-written
+// histories: legal ones, and one for each wrong result. TestChanMutants
+// records histories through faults put between them and the timer
+// (values relayed through a buffer that Stop cannot empty, delivered
+// twice, lost, or stamped when sent; a Stop that lies; armings for half
+// the duration asked, or for an hour) and demands that the checker catch
+// each.
+//
+// A test reproduces each bug these tests found in the library, and guards
+// its fix: TestChanTimerNegativeDuration (NewTimer(d) and Reset(d) with
+// d < 0 sent the call's time plus d, where the time package sends the
+// call's time), TestTickerAfterStopRace (a data race in NewTicker on a
+// stopped SystemTimer, which TestLinearizableTicker found under -race).
+//
 // # Running
 //
-// go test ./... runs each test for a few seconds (more under -race);
+// go test ./... runs each test for a few seconds (more under -race; the
+// channel timers' for less);
 // CONCTEST_HISTORIES=n records n histories per test, CONCTEST_BUDGET=d
 // bounds the time, CONCTEST_SEED fixes the operations (not their
 // interleaving), and CONCTEST_VIS_DIR keeps porcupine's visualization of a

@@ -8,6 +8,6 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require github.com/benbjohnson/clock v1.3.5 // indirect
+require github.com/benbjohnson/clock v1.3.5
 
 replace github.com/go-timingwheel/timingwheel => ../

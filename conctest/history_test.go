@@ -352,18 +352,28 @@ func check(t *testing.T, h *history, maxPending int, res *checkResult) bool {
 			res.unknown++
 		case porcupine.Illegal:
 			ok = false
-			dir := os.Getenv("CONCTEST_VIS_DIR")
-			if dir == "" {
-				dir = t.TempDir()
-			}
-			file := filepath.Join(dir, fmt.Sprintf("%s-%#x.html", strings.ReplaceAll(t.Name(), "/", "_"), h.seed))
-			if err := porcupine.VisualizePath(model, info, file); err != nil {
-				t.Logf("visualization: %v", err)
-			}
-			t.Errorf("history seed %#x is not linearizable (visualization: %s; set CONCTEST_VIS_DIR to keep it):\n%s", h.seed, file, format(part))
+			visualize(t, model, info, h.seed, func(file string) {
+				t.Errorf("history seed %#x is not linearizable (visualization: %s; set CONCTEST_VIS_DIR to keep it):\n%s", h.seed, file, format(part))
+			})
 		}
 	}
 	return ok
+}
+
+// visualize writes porcupine's visualization of a history that is not
+// linearizable to CONCTEST_VIS_DIR, or to a temporary directory, and calls
+// report with the file's name.
+func visualize(t *testing.T, model porcupine.Model, info porcupine.LinearizationInfo, seed uint64, report func(file string)) {
+	t.Helper()
+	dir := os.Getenv("CONCTEST_VIS_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	file := filepath.Join(dir, fmt.Sprintf("%s-%#x.html", strings.ReplaceAll(t.Name(), "/", "_"), seed))
+	if err := porcupine.VisualizePath(model, info, file); err != nil {
+		t.Logf("visualization: %v", err)
+	}
+	report(file)
 }
 
 // checkTimeout bounds the search for one partition's linearization.

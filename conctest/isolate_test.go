@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,8 +45,14 @@ func isolate(t *testing.T, timeout time.Duration, body func(t *testing.T)) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0],
 		"-test.run="+strings.Join(pattern, "/"), "-test.count=1", "-test.v",
-		"-test.timeout="+(timeout+time.Minute).String())
+		"-test.timeout="+(timeout+time.Minute).String(),
+		"-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = append(os.Environ(), isolateEnv+"="+t.Name())
+	// The race detector's runtime sleeps a second before the process
+	// exits, so that goroutines still running can report; the child's test
+	// has returned, and goleak has seen its goroutines end: a second per
+	// child for nothing.
+	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	// On timeout: SIGQUIT, so the child prints its goroutines; then kill.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second

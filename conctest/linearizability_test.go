@@ -13,12 +13,12 @@ import (
 const childTimeout = 2 * time.Minute
 
 // budget returns how many histories a test records at most, and for how
-// long: CONCTEST_HISTORIES and CONCTEST_BUDGET (a duration) override them,
-// to run longer locally; -short runs a tenth.
-func budget(n int) (int, time.Duration) {
-	d := 6 * time.Second
+// long: d, or dRace under the race detector. CONCTEST_HISTORIES and
+// CONCTEST_BUDGET (a duration) override them, to run longer locally;
+// -short runs a tenth.
+func budget(n int, d, dRace time.Duration) (int, time.Duration) {
 	if raceEnabled {
-		d = 10 * time.Second
+		d = dRace
 	}
 	if testing.Short() {
 		n, d = max(n/10, 10), d/10
@@ -50,7 +50,7 @@ func runHistories(t *testing.T, cfg config, n int) {
 	isolate(t, childTimeout, func(t *testing.T) {
 		old := runtime.GOMAXPROCS(8)
 		defer runtime.GOMAXPROCS(old)
-		n, d := budget(n)
+		n, d := budget(n, 6*time.Second, 10*time.Second)
 		seed := seedBase(t)
 		deadline := time.Now().Add(d)
 		var res checkResult
