@@ -252,7 +252,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	if period > 0 {
 		t.kind = kindTicker
 	}
-	t.sh = st.shardOf(t)
+	t.sh = st.shardFor(t)
 	now := st.now()
 	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.NewTimer
 	ct.when.Store(when)

@@ -95,7 +95,7 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 
 	c := &timerCtx{parent: parent, deadline: d}
 	c.t.kind = kindContext
-	c.t.sh = st.shardOf(&c.t)
+	c.t.sh = st.shardFor(&c.t)
 	cancel := func() { c.cancelByCaller() }
 	c.cancelFn = cancel
 	if done != nil {

@@ -108,6 +108,26 @@
 // The tick is at most a minute ([WithTick]): a coarser tick would only make
 // callbacks later, since an idle wheel costs nothing whatever its tick.
 //
+// # Cores
+//
+// The wheels are kept in shards, as many as GOMAXPROCS rounded up to a
+// power of two (at most 64), each with its own lock and its own lock-free
+// stack of timers armed and not yet placed; the shards share the delay
+// queue and the driver. A timer's shard is chosen by its address when it is
+// made or bound, and kept: a goroutine's timers spread over every shard, and
+// goroutines on different cores meet on a shard's cache lines as often as
+// their timers hash there. Any goroutine may stop, reset or fire any timer.
+//
+// Placing a timer on the shard of the processor (the runtime's P) that
+// makes it, as the Go runtime keeps its timers per P, was built and
+// measured (a token per P in a sync.Pool: Go gives no processor id outside
+// the runtime), and is not the default: on a 2-core machine it cost about
+// 7ns per timer made and did no better from two goroutines, and a timer
+// bound on an accept loop's goroutine would put every connection's timer on
+// one shard. What it saves, cache lines moving between cores, wants a
+// machine with many cores to measure: BenchmarkParallel runs both
+// placements against the runtime (scripts/scaling makes the table).
+//
 // # Callbacks
 //
 // Callbacks run on the executor pool, never on the driver and never inside

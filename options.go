@@ -38,14 +38,15 @@ type Option interface {
 }
 
 type config struct {
-	tick       time.Duration
-	wheelSize  int
-	clock      clock.Clock
-	clockSet   bool
-	workers    int
-	maxPending int
-	onPanic    func(any)
-	manual     bool // tests: no driver or workers; step runs due work
+	tick        time.Duration
+	wheelSize   int
+	clock       clock.Clock
+	clockSet    bool
+	workers     int
+	maxPending  int
+	onPanic     func(any)
+	manual      bool // tests: no driver or workers; step runs due work
+	byProcessor bool // benchmarks: a timer's shard by the processor that makes it (see SystemTimer.shardFor)
 }
 
 type optionFunc func(*config)
@@ -95,6 +96,13 @@ func WithPanicHandler(h func(v any)) Option {
 // withManual makes New start no goroutines; tests drive the timer with step.
 func withManual() Option {
 	return optionFunc(func(c *config) { c.manual = true })
+}
+
+// withProcessorShards places timers on the shard of the processor that
+// makes or binds them instead of by their address: measured, not the
+// default (see doc.go, "Cores"); BenchmarkParallel runs both.
+func withProcessorShards() Option {
+	return optionFunc(func(c *config) { c.byProcessor = true })
 }
 
 var errNilOption = errors.New("timingwheel: nil Option")

@@ -60,7 +60,7 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	p := &periodic{sched: s, f: f}
 	t := &p.t
 	t.kind = kindPeriodic // runTimer calls p.run
-	t.sh = st.shardOf(t)
+	t.sh = st.shardFor(t)
 	if st.closed.Load() {
 		return nil, ErrStopped
 	}

@@ -166,7 +166,7 @@ func (st *SystemTimer) Bind(t *Timer, f func()) {
 		panic("timingwheel: Bind: the Timer is bound already")
 	}
 	t.f, t.kind = f, kindOnce
-	t.sh = st.shardOf(t)
+	t.sh = st.shardFor(t)
 }
 
 // Stop prevents the timer's function from running. It returns true if this

@@ -1,0 +1,4 @@
+package timingwheel
+
+// WithProcessorShards is withProcessorShards, for BenchmarkParallel.
+var WithProcessorShards = withProcessorShards

@@ -1,0 +1,179 @@
+package timingwheel_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel"
+)
+
+// BenchmarkParallel is the parallel workload of bench/README.md: each of
+// GOMAXPROCS goroutines (b.RunParallel) works on timers of its own, for
+// this package (timers placed by address, the default, and on their
+// processor's shard, wheel-local: see doc.go, "Cores") and for the runtime
+// in the same run, with nothing else pending but what a case keeps. Run it
+// at several core counts:
+//
+//	go test -run '^$' -bench Parallel -cpu 1,2,4,8,16
+//
+// ns/op is wall time per operation of all goroutines together: with
+// perfect scaling it halves as -cpu doubles. scripts/scaling turns the
+// output into the scaling table.
+func BenchmarkParallel(b *testing.B) {
+	for _, c := range parallelCases {
+		for _, impl := range []string{"wheel", "wheel-local", "runtime"} {
+			b.Run(fmt.Sprintf("op=%s/impl=%s", c.name, impl), func(b *testing.B) {
+				var st *timingwheel.SystemTimer
+				if impl != "runtime" {
+					var opts []timingwheel.Option
+					if impl == "wheel-local" { // timers on their processor's shard
+						opts = append(opts, timingwheel.WithProcessorShards())
+					}
+					var err error
+					if st, err = timingwheel.New(opts...); err != nil {
+						b.Fatal(err)
+					}
+					defer st.Stop()
+				}
+				// One operation per goroutine RunParallel starts. A case
+				// whose setup is costly makes them before the clock
+				// starts, here; the others on the goroutine that uses
+				// it, as a server does, so that what it binds is local to
+				// that goroutine's processor (see doc.go, "Cores").
+				ops := make([]func(), runtime.GOMAXPROCS(0))
+				if c.costly {
+					for g := range ops {
+						ops[g] = c.setup(b, st, g)
+					}
+				}
+				runtime.GC()
+				b.ReportAllocs()
+				b.ResetTimer()
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					g := next.Add(1) - 1
+					op := ops[g]
+					if op == nil {
+						op = c.setup(b, st, int(g))
+					}
+					for pb.Next() {
+						op()
+					}
+				})
+			})
+		}
+	}
+}
+
+// A parallelCase makes, for one goroutine, the operation it repeats; st
+// is nil for the runtime.
+type parallelCase struct {
+	name   string
+	costly bool // setup is made before the clock starts
+	setup  func(b *testing.B, st *timingwheel.SystemTimer, g int) func()
+}
+
+// rearmOwn is how many pending timers each goroutine pushes back, round
+// robin, in the rearm case.
+const rearmOwn = 100_000
+
+var parallelCases = []parallelCase{
+	{"churn", false, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		if st == nil {
+			return func() { time.AfterFunc(30*time.Second, noop).Stop() }
+		}
+		return func() {
+			t, _ := st.AfterFunc(30*time.Second, noop)
+			t.Stop()
+		}
+	}},
+	{"rearm", true, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		i := 0
+		if st == nil {
+			timers := make([]*time.Timer, rearmOwn)
+			for i := range timers {
+				timers[i] = time.AfterFunc(30*time.Second, noop)
+			}
+			b.Cleanup(func() { stopAll(timers) })
+			return func() {
+				timers[i].Reset(30 * time.Second)
+				if i++; i == len(timers) {
+					i = 0
+				}
+			}
+		}
+		timers := make([]*timingwheel.Timer, rearmOwn)
+		for i := range timers {
+			timers[i], _ = st.AfterFunc(30*time.Second, noop)
+		}
+		return func() {
+			timers[i].Reset(30 * time.Second)
+			if i++; i == len(timers) {
+				i = 0
+			}
+		}
+	}},
+	{"reuse", false, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		if st == nil {
+			t := time.AfterFunc(time.Hour, noop)
+			t.Stop()
+			return func() {
+				t.Reset(30 * time.Second)
+				t.Stop()
+			}
+		}
+		s := &session{}
+		st.Bind(&s.timeout, noop)
+		return func() {
+			s.timeout.Reset(30 * time.Second)
+			s.timeout.Stop()
+		}
+	}},
+	{"withtimeout", false, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		parent := context.Background()
+		if st == nil {
+			return func() {
+				_, cancel := context.WithTimeout(parent, 30*time.Second)
+				cancel()
+			}
+		}
+		return func() {
+			_, cancel := st.WithTimeout(parent, 30*time.Second)
+			cancel()
+		}
+	}},
+	{"newtimer", false, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		if st == nil {
+			return func() { time.NewTimer(30 * time.Second).Stop() }
+		}
+		return func() {
+			t, _ := st.NewTimer(30 * time.Second)
+			t.Stop()
+		}
+	}},
+	{"selectloop", false, func(b *testing.B, st *timingwheel.SystemTimer, _ int) func() {
+		var reset func(time.Duration) bool
+		var c <-chan time.Time
+		if st == nil {
+			t := time.NewTimer(time.Hour)
+			reset, c = t.Reset, t.C
+		} else {
+			t, _ := st.NewTimer(time.Hour)
+			reset, c = t.Reset, t.C
+		}
+		msgs := make(chan int, 1)
+		return func() {
+			msgs <- 1
+			reset(30 * time.Second)
+			select {
+			case <-msgs:
+			case <-c:
+				panic("timed out")
+			}
+		}
+	}},
+}
