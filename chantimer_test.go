@@ -532,7 +532,6 @@ func TestChanOutliveStop(t *testing.T) {
 			t.Fatalf("the timer reset to a minute delivered made+%v", v.Sub(made))
 		}
 		now := time.Now()
-		now = time.Now()
 		if v := <-st.After(time.Second); v.Sub(now) != time.Second {
 			t.Fatalf("After(1s) after Stop delivered now+%v", v.Sub(now))
 		}
