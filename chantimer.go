@@ -271,6 +271,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	case ErrStopped:
 		// See orphan. Busy while rt is set: a run that comes before
 		// kicks, and release delivers for it.
+		ct.releaseHold()
 		ct.s.Store(chanState(0, chanBusy))
 		ct.rt = st.clock.AfterFunc(time.Duration(when-now), ct.fire)
 		ct.release(0, chanArmed)
@@ -292,6 +293,7 @@ func (ct *chanTimer) arm(when, now int64) error {
 			return err
 		}
 		ct.rt = ct.t.sh.st.clock.AfterFunc(time.Duration(when-now), ct.fire)
+		ct.releaseHold() // off the wheel: no place in its bound
 		return nil
 	}
 	ct.rt.Reset(time.Duration(when - now))
@@ -329,8 +331,8 @@ func (ct *chanTimer) orphan() {
 // before the Ticker is armed.
 func (ct *chanTimer) hold() bool {
 	st := ct.t.sh.st
-	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil {
-		return true // no bound, held, or no longer on the wheel
+	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil || st.closed.Load() {
+		return true // no bound, held, or not on the wheel (see orphan)
 	}
 	if !st.tryReserve() {
 		st.pendingBarrier() // places given back under a lock (see reserveLocked)
@@ -453,11 +455,16 @@ func (ct *chanTimer) fire() {
 		if now < ct.when.Load() {
 			return // a run owed to an arming before a Reset: not due
 		}
+		failpoint("chan:due") // another run may deliver this deadline meanwhile
 		if !ct.s.CompareAndSwap(s, s&^chanPhase|chanBusy) {
 			continue
 		}
 		failpoint("chan:fire")
-		gen := s >> chanGenShift
+		// Released with the next gen: a Ticker is armed again after a
+		// delivery, and a run that read the state word and the deadline
+		// before this one delivered must not find the word unchanged (ABA)
+		// and deliver the next deadline at once, early (found by review).
+		gen := s>>chanGenShift + 1
 		ct.release(gen, ct.deliver(now))
 		return
 	}

@@ -227,12 +227,20 @@ func (sh *shard) unstack(t *Timer) {
 		if sh.incoming.CompareAndSwap(t, next) {
 			t.next = nil
 			sh.unstacked.Add(1)
-			t.w.Store(pack(0, stateStopped))
+			// A CAS, not a store: SystemTimer.Stop's executor Close
+			// makes returned a timer with a run owed to an earlier
+			// arming, owned or not, and returned is final.
+			t.w.CompareAndSwap(pack(0, stateOwned), pack(0, stateStopped))
 			return
 		}
 	}
 	failpoint("unstack:below")
-	t.w.Store(pack(0, stateQueuedStopped))
+	if !t.w.CompareAndSwap(pack(0, stateOwned), pack(0, stateQueuedStopped)) {
+		// Returned by SystemTimer.Stop meanwhile (see above): the stack
+		// is its, and it holds the shard's lock while it walks it.
+		sh.st.drainShard(sh, sh.st.now())
+		return
+	}
 	sh.st.drainShard(sh, sh.st.now())
 }
 
