@@ -672,8 +672,8 @@ func (st *SystemTimer) Stop() []*Timer {
 	close(st.stopped)
 
 	// Contexts are not the caller's timers: cancel them, outside any lock.
-	// Nor are the Timers of channel timers: their channels receive nothing
-	// more.
+	// Nor are the Timers of channel timers: a timer of the clock takes
+	// each over (orphan).
 	kept := left[:0]
 	for _, t := range left {
 		switch t.kind {
