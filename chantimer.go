@@ -271,9 +271,8 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	case ErrStopped:
 		// See orphan. Busy while rt is set: a run that comes before
 		// kicks, and release delivers for it.
-		ct.releaseHold()
 		ct.s.Store(chanState(0, chanBusy))
-		ct.rt = st.clock.AfterFunc(time.Duration(when-now), ct.fire)
+		ct.standIn(time.Duration(when - now))
 		ct.release(0, chanArmed)
 	default:
 		ct.releaseHold()
@@ -292,12 +291,20 @@ func (ct *chanTimer) arm(when, now int64) error {
 		if err != ErrStopped {
 			return err
 		}
-		ct.rt = ct.t.sh.st.clock.AfterFunc(time.Duration(when-now), ct.fire)
-		ct.releaseHold() // off the wheel: no place in its bound
+		ct.standIn(time.Duration(when - now))
 		return nil
 	}
 	ct.rt.Reset(time.Duration(when - now))
 	return nil
+}
+
+// standIn arms a timer of the clock to run fire after d, in place of the
+// Timer on the stopped SystemTimer's wheel (see orphan), and gives back a
+// Ticker's place in the bound: it is off the wheel. Called by the busy
+// holder.
+func (ct *chanTimer) standIn(d time.Duration) {
+	ct.rt = ct.t.sh.st.clock.AfterFunc(max(d, 0), ct.fire)
+	ct.releaseHold()
 }
 
 // disarm disarms the timer's Timer, or the clock's timer that stands in
@@ -319,8 +326,7 @@ func (ct *chanTimer) disarm() {
 func (ct *chanTimer) orphan() {
 	old, gen := ct.take("orphan")
 	if old&chanPhase == chanArmed && ct.rt == nil {
-		now := ct.t.sh.st.now()
-		ct.rt = ct.t.sh.st.clock.AfterFunc(time.Duration(max(ct.when.Load()-now, 0)), ct.fire)
+		ct.standIn(time.Duration(ct.when.Load() - ct.t.sh.st.now()))
 	}
 	ct.releaseHold()
 	ct.release(gen, old&chanPhase)

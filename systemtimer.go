@@ -637,7 +637,7 @@ func (st *SystemTimer) Stop() []*Timer {
 					case kindPeriodic:
 						periodicOf(t).release()
 					case kindTicker:
-						chanOf(t).releaseHold()
+						// Its place is given back by orphan, below.
 					default:
 						counted++
 					}

@@ -235,12 +235,10 @@ func (sh *shard) unstack(t *Timer) {
 		}
 	}
 	failpoint("unstack:below")
-	if !t.w.CompareAndSwap(pack(0, stateOwned), pack(0, stateQueuedStopped)) {
-		// Returned by SystemTimer.Stop meanwhile (see above): the stack
-		// is its, and it holds the shard's lock while it walks it.
-		sh.st.drainShard(sh, sh.st.now())
-		return
-	}
+	// If the CAS fails, SystemTimer.Stop returned the timer meanwhile (see
+	// above); its walk of the stack holds the shard's lock, which the
+	// drain waits for, as it waits for any other drainer.
+	t.w.CompareAndSwap(pack(0, stateOwned), pack(0, stateQueuedStopped))
 	sh.st.drainShard(sh, sh.st.now())
 }
 
@@ -444,7 +442,7 @@ func (t *Timer) resetLocked(when, now int64) (bool, error) {
 				}
 				continue
 			}
-			if st.maxPending == 0 || t.kind == kindTicker { // a Ticker holds its place
+			if st.maxPending == 0 || t.series() { // a Ticker holds its place
 				if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
 					continue
 				}
