@@ -252,6 +252,14 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		}
 		// A Reset may have postponed a due timer since place read its
 		// due tick: link places it again then, and fires only the others.
+		// From the first timer marked fired until the batch is submitted,
+		// below, after the lock is released, a Stop of one of them returns
+		// false (its run is owed) while the executor has not seen the run:
+		// handing says so, for whoever waits for every owed run.
+		marking := len(batch) > due
+		if marking {
+			st.handing.Add(1)
+		}
 		fired := batch[:due]
 		for _, t := range batch[due:] {
 			t.next, t.prev = nil, nil
@@ -281,9 +289,13 @@ func (st *SystemTimer) replace(sh *shard, list *lanes, all bool) {
 		}
 		sh.unlock()
 		if len(batch) > 0 {
+			failpoint("replace:marked")
 			st.pool.Submit(batch...)
 			clear(batch)
 			batch = batch[:0]
+		}
+		if marking {
+			st.handing.Add(-1)
 		}
 		if done || !all {
 			break

@@ -162,8 +162,12 @@ type stopRecord struct {
 
 // A series is one periodic timer of the stress, with what its runs check.
 type series struct {
-	name  string
+	name string
+	// tm is the series' timer, written once ScheduleFunc returns it; the
+	// first run may start before that, so runs wait for ready, closed
+	// after the write, before they read it.
 	tm    *timingwheel.Timer
+	ready chan struct{}
 	step  time.Duration // the least time between two scheduled runs
 	owned bool          // only its own runs Reset or Stop it
 
@@ -211,6 +215,7 @@ type scheduleRound struct {
 // or stops its own series.
 func (r *scheduleRound) run(s *series) {
 	t := r.t
+	<-s.ready
 	if s.inRun.Add(1) != 1 {
 		t.Errorf("%s: two runs at once", s.name)
 	}
@@ -300,7 +305,7 @@ func scheduleStressRound(t *testing.T, sysStop bool, seed uint64) {
 	var all []*series
 	byTimer := make(map[*timingwheel.Timer]*series)
 	for i := range nShared + nOwned {
-		s := &series{owned: i >= nShared, step: time.Duration(1+i%3) * time.Millisecond}
+		s := &series{owned: i >= nShared, step: time.Duration(1+i%3) * time.Millisecond, ready: make(chan struct{})}
 		var sched timingwheel.Scheduler = timingwheel.Every(s.step)
 		s.name = "Every"
 		if i%2 == 1 {
@@ -315,6 +320,7 @@ func scheduleStressRound(t *testing.T, sysStop bool, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		close(s.ready)
 		all = append(all, s)
 		byTimer[s.tm] = s
 	}

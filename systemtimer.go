@@ -74,6 +74,11 @@ type SystemTimer struct {
 	// far the clock was past the bucket's time, in ns. Only the driver
 	// writes it.
 	lag atomic.Int64
+	// handing is 1 while the driver holds timers it marked fired under a
+	// shard's lock and has not yet handed to the executor (see replace):
+	// every other path hands a timer over under the lock that marked it.
+	// Only the driver writes it; tests read it to wait for every owed run.
+	handing atomic.Int32
 
 	_ [64]byte // wakeAt and closed are read on every AfterFunc: keep them apart
 	// wakeAt bounds when the driver next drains the shards' incoming

@@ -1,0 +1,321 @@
+//go:build timingwheel_failpoints
+
+package timingwheel
+
+import (
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
+)
+
+// The window tests: each parks a goroutine inside one window of a state
+// transition (parkAt, failpoint_on.go) and puts the racing operation in it,
+// so that the race the window allows happens every run, not by luck. Each
+// names the defect it guards; scripts/mutants puts such defects in and
+// checks that these tests catch them every time.
+
+// wait waits for a goroutine to be parked at p.
+func (p *park) wait(t *testing.T) {
+	t.Helper()
+	testwait.Recv(t, p.arrived, "a goroutine parked at failpoint "+p.name)
+}
+
+// letGo releases p's parked goroutines and clears the park.
+func (p *park) letGo() { p.unpark() }
+
+// armPark sets a park for the test and clears it when the test ends.
+func armPark(t *testing.T, name string, n int) *park {
+	p := parkAt(name, n, nil)
+	t.Cleanup(p.unpark)
+	return p
+}
+
+// TestConcurrentWindowRearmVsSystemStop parks a re-arm (Reset of a timer that
+// is not pending) between taking the timer (owned) and pushing it on its
+// shard's stack, while SystemTimer.Stop closes every shard; then a second
+// goroutine stops or resets the timer, and must wait for the re-arm, which
+// then fails: the shard's stack is closed. Guards: a re-arm that publishes
+// the timer as queued before its push succeeded (the second goroutine acts
+// on a timer that is on no stack, and Stop returns true or Reset arms a
+// timer nobody will fire), and SystemTimer.Stop leaving a shard's stack
+// open (the push succeeds on a stack nobody takes: the timer is lost).
+func TestConcurrentWindowRearmVsSystemStop(t *testing.T) {
+	for _, from := range []string{"idle", "stopped", "fired"} {
+		for _, other := range []string{"Stop", "Reset"} {
+			t.Run(from+"/"+other, func(t *testing.T) {
+				st := mustNew(t, WithTick(time.Millisecond))
+				var tm Timer
+				ran := make(chan struct{}, 4)
+				st.Bind(&tm, func() { ran <- struct{}{} })
+				switch from {
+				case "stopped":
+					tm.Reset(time.Hour)
+					if !tm.Stop() {
+						t.Fatal("Stop of a timer armed an hour out returned false")
+					}
+				case "fired":
+					tm.Reset(0)
+					testwait.Recv(t, ran, "the run of Reset(0)")
+					waitIdle(t, st)
+				}
+				anchor(t, st)
+				arming := armPark(t, "reset:arming", 1)
+				armed := make(chan error, 1)
+				go func() {
+					_, err := tm.TryReset(time.Hour)
+					armed <- err
+				}()
+				arming.wait(t)
+				if left := st.Stop(); slices.Contains(left, &tm) {
+					t.Fatal("SystemTimer.Stop returned a timer whose arming had not pushed it")
+				}
+				waiting := armPark(t, "waitOwned", 1)
+				res := make(chan error, 1)
+				go func() {
+					switch other {
+					case "Stop":
+						if tm.Stop() {
+							res <- errors.New("Stop returned true")
+						} else {
+							res <- nil
+						}
+					case "Reset":
+						_, err := tm.TryReset(time.Minute)
+						if !errors.Is(err, ErrStopped) {
+							res <- errors.New("TryReset returned " + errString(err) + ", want ErrStopped")
+						} else {
+							res <- nil
+						}
+					}
+				}()
+				select {
+				case err := <-res:
+					t.Fatalf("%s of a timer being armed finished before the arming did (%v): it must wait for the timer to leave owned", other, err)
+				case <-waiting.arrived:
+				case <-time.After(testwait.FailAfter):
+					t.Fatalf("%s neither finished nor waited", other)
+				}
+				arming.letGo()
+				if err := testwait.Recv(t, armed, "the re-arm"); !errors.Is(err, ErrStopped) {
+					t.Fatalf("a re-arm that pushed after SystemTimer.Stop closed the shards returned %v, want ErrStopped", err)
+				}
+				waiting.letGo()
+				if err := testwait.Recv(t, res, "the second operation"); err != nil {
+					t.Fatalf("%s after SystemTimer.Stop, racing the re-arm: %v", other, err)
+				}
+				if _, err := tm.TryReset(time.Millisecond); !errors.Is(err, ErrStopped) {
+					t.Fatalf("TryReset after SystemTimer.Stop = %v, want ErrStopped", err)
+				}
+				if tm.Stop() {
+					t.Fatal("Stop after SystemTimer.Stop returned true: something armed the timer")
+				}
+				if len(ran) != 0 {
+					t.Fatal("the timer ran after SystemTimer.Stop")
+				}
+			})
+		}
+	}
+}
+
+// anchor arms a timer a minute out, so that the driver's next wake (wakeAt)
+// comes before an hour out: a Reset to an hour then re-arms a timer that is
+// not pending without the lock, by a push (see Timer.resetTo), the path
+// whose windows these tests open.
+func anchor(t *testing.T, st *SystemTimer) {
+	t.Helper()
+	if _, err := st.AfterFunc(time.Minute, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if w := st.wakeAt.Load(); w > st.now()+int64(time.Minute) {
+		t.Fatalf("wakeAt is %v out after a timer was armed a minute out", time.Duration(w-st.now()))
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
+
+// TestConcurrentWindowPushedVsSystemStop parks a re-arm after its push
+// succeeded and before it publishes the timer as queued, while
+// SystemTimer.Stop takes the stack: Stop must wait for the re-arm and return
+// the timer, which was armed before Stop. Guards: Stop that passes over an
+// owned timer on the stack (it is lost: neither returned nor ever run).
+func TestConcurrentWindowPushedVsSystemStop(t *testing.T) {
+	st := mustNew(t, WithTick(time.Millisecond))
+	var tm Timer
+	ran := make(chan struct{}, 4)
+	st.Bind(&tm, func() { ran <- struct{}{} })
+	anchor(t, st)
+	pushed := armPark(t, "reset:pushed", 1)
+	armed := make(chan error, 1)
+	go func() {
+		_, err := tm.TryReset(time.Hour)
+		armed <- err
+	}()
+	pushed.wait(t)
+	waiting := armPark(t, "waitOwned", 1)
+	stopped := make(chan []*Timer, 1)
+	go func() { stopped <- st.Stop() }()
+	select {
+	case <-stopped:
+		t.Fatal("SystemTimer.Stop returned while a timer on a stack it took was still being armed")
+	case <-waiting.arrived:
+	case <-time.After(testwait.FailAfter):
+		t.Fatal("SystemTimer.Stop neither finished nor waited for the arming timer")
+	}
+	pushed.letGo()
+	waiting.letGo()
+	if err := testwait.Recv(t, armed, "the re-arm"); err != nil {
+		t.Fatalf("a re-arm whose push succeeded returned %v", err)
+	}
+	left := testwait.Recv(t, stopped, "SystemTimer.Stop")
+	if !slices.Contains(left, &tm) {
+		t.Fatal("SystemTimer.Stop did not return a timer armed (pushed) before it: lost")
+	}
+	if _, err := tm.TryReset(time.Millisecond); !errors.Is(err, ErrStopped) {
+		t.Fatalf("TryReset of a returned timer = %v, want ErrStopped", err)
+	}
+	if len(ran) != 0 {
+		t.Fatal("a returned timer ran")
+	}
+}
+
+// TestConcurrentWindowMarkedFired parks the driver between marking a due
+// timer fired (under its shard's lock) and handing it to the executor
+// (after unlocking). Stop then must return false (the run is owed), the
+// test suite's settled must not report the run done, and SystemTimer.Stop
+// must wait for the driver, after which the run happens or the timer is
+// returned, exactly once. Guards: a Stop that cancels a run already marked
+// (it would return true and the run still happen), and SystemTimer.Stop not
+// waiting for the driver (the batch is submitted to a closed executor: lost).
+func TestConcurrentWindowMarkedFired(t *testing.T) {
+	for _, stopFirst := range []bool{true, false} {
+		name := "StopThenSystemStop"
+		if !stopFirst {
+			name = "SystemStop"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := mustNew(t, WithTick(time.Millisecond))
+				marked := armPark(t, "replace:marked", 1)
+				var tm Timer
+				var runs atomic.Int32
+				st.Bind(&tm, func() { runs.Add(1) })
+				tm.Reset(5 * time.Millisecond)
+				marked.wait(t)
+				if stopFirst {
+					if tm.Stop() {
+						t.Fatal("Stop returned true for a timer the driver had marked fired: its run is owed")
+					}
+					if st.settled() {
+						t.Fatal("settled reported every owed run done while the driver held one")
+					}
+				}
+				res := make(chan []*Timer, 1)
+				go func() { res <- st.Stop() }()
+				synctest.Wait()
+				select {
+				case <-res:
+					t.Fatal("SystemTimer.Stop returned while the driver held a run it had marked fired")
+				default:
+				}
+				marked.letGo()
+				left := <-res
+				n := int(runs.Load())
+				if slices.Contains(left, &tm) {
+					n++
+				}
+				if n != 1 {
+					t.Fatalf("a run marked fired before SystemTimer.Stop: ran %d times, returned %v; want exactly one of the two", runs.Load(), slices.Contains(left, &tm))
+				}
+			})
+		})
+	}
+}
+
+// TestConcurrentWindowTickerRunABA parks one run of a Ticker's Timer after
+// it read the state word and found its deadline due, while a second run of
+// the same Ticker delivers that deadline and arms the next: the parked run
+// must then find the word changed and deliver nothing. Guards: a run that
+// releases the word with the same generation (the parked run's CAS then
+// succeeds, ABA, and delivers the next tick early).
+func TestConcurrentWindowTickerRunABA(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(time.Millisecond))
+	const p = 10 * time.Millisecond
+	tk, err := st.NewTicker(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := &tk.ct
+	w1 := ct.when.Load()
+	fc.Add(p) // W1 is due; W1+p is not
+	due := armPark(t, "chan:due", 1)
+	done := make(chan struct{})
+	go func() {
+		ct.fire()
+		close(done)
+	}()
+	due.wait(t)
+	ct.fire() // the second run: delivers W1, arms W1+p
+	due.letGo()
+	testwait.Recv(t, done, "the parked run")
+	if got := ct.when.Load(); got != w1+int64(p) {
+		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1: a run delivered a tick before it was due", (got-w1)/int64(p))
+	}
+	if n := len(tk.C); n != 1 {
+		t.Fatalf("%d ticks delivered, want 1", n)
+	}
+}
+
+// TestConcurrentWindowTickerRunWhileBusy parks one run of a Ticker's Timer
+// while it holds the state word (busy, delivering), and runs a second run
+// of the same Ticker then: the second must leave the delivery to the
+// holder (kick), and the holder must deliver once and arm the next tick.
+// Guards: a run that delivers although another holds the word (two sends,
+// or a deadline moved twice), and a holder that drops a kick.
+func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(time.Millisecond))
+	const p = 10 * time.Millisecond
+	tk, err := st.NewTicker(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := &tk.ct
+	w1 := ct.when.Load()
+	fc.Add(p)
+	firing := armPark(t, "chan:fire", 1)
+	done := make(chan struct{})
+	go func() {
+		ct.fire()
+		close(done)
+	}()
+	firing.wait(t)
+	if ct.s.Load()&chanPhase != chanBusy {
+		t.Fatal("a run parked at chan:fire does not hold the state word")
+	}
+	ct.fire() // the second run, while the first holds the word
+	if n := len(tk.C); n != 0 {
+		t.Fatalf("a run delivered %d ticks while another run held the Ticker", n)
+	}
+	firing.letGo()
+	testwait.Recv(t, done, "the parked run")
+	if got := ct.when.Load(); got != w1+int64(p) {
+		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1", (got-w1)/int64(p))
+	}
+	if n := len(tk.C); n != 1 {
+		t.Fatalf("%d ticks delivered, want 1", n)
+	}
+	if ct.s.Load()&chanPhase != chanArmed {
+		t.Fatal("the Ticker is not armed for its next tick")
+	}
+}
