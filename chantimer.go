@@ -217,7 +217,7 @@ func (t *ChanTimer) TryReset(d time.Duration) (wasPending bool, err error) {
 // does not close C. On a Ticker not made by NewTicker it does nothing, as
 // time.Ticker.Stop does (go.dev/issue/21874); Reset panics there.
 func (t *Ticker) Stop() {
-	if t.ct.t.sh == nil {
+	if t.ct.t.shard() == nil {
 		return
 	}
 	t.ct.stop("Ticker.Stop")
@@ -234,7 +234,7 @@ func (t *Ticker) Reset(d time.Duration) {
 // TryReset is Reset that also reports when the ticker could not be armed:
 // ErrTooManyPending. When it returns an error the ticker is stopped.
 func (t *Ticker) TryReset(d time.Duration) error {
-	if t.ct.t.sh == nil {
+	if t.ct.t.shard() == nil {
 		panic("timingwheel: Ticker.Reset called on a Ticker not made by NewTicker")
 	}
 	if d <= 0 {
@@ -284,10 +284,11 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 // arm arms the timer for the deadline when, after now: its Timer on the
 // wheel, or, once the SystemTimer is stopped, a timer of the clock (see
 // orphan). It returns ErrTooManyPending beyond WithMaxPending's bound.
-// Called by the busy holder.
-func (ct *chanTimer) arm(when, now int64) error {
+// move lets the Timer move to the caller's processor's shard (see
+// Timer.resetTo). Called by the busy holder.
+func (ct *chanTimer) arm(when, now int64, move bool) error {
 	if ct.rt == nil {
-		_, err := ct.t.resetTo(when, now)
+		_, err := ct.t.resetTo(when, now, move)
 		if err != ErrStopped {
 			return err
 		}
@@ -303,7 +304,7 @@ func (ct *chanTimer) arm(when, now int64) error {
 // Ticker's place in the bound: it is off the wheel. Called by the busy
 // holder.
 func (ct *chanTimer) standIn(d time.Duration) {
-	ct.rt = ct.t.sh.st.clock.AfterFunc(max(d, 0), ct.fire)
+	ct.rt = ct.t.shard().st.clock.AfterFunc(max(d, 0), ct.fire)
 	ct.releaseHold()
 }
 
@@ -326,7 +327,7 @@ func (ct *chanTimer) disarm() {
 func (ct *chanTimer) orphan() {
 	old, gen := ct.take("orphan")
 	if old&chanPhase == chanArmed && ct.rt == nil {
-		ct.standIn(time.Duration(ct.when.Load() - ct.t.sh.st.now()))
+		ct.standIn(time.Duration(ct.when.Load() - ct.t.shard().st.now()))
 	}
 	ct.releaseHold()
 	ct.release(gen, old&chanPhase)
@@ -336,7 +337,7 @@ func (ct *chanTimer) orphan() {
 // and reports false if the bound is reached. Called by the busy holder, or
 // before the Ticker is armed.
 func (ct *chanTimer) hold() bool {
-	st := ct.t.sh.st
+	st := ct.t.shard().st
 	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil || st.closed.Load() {
 		return true // no bound, held, or not on the wheel (see orphan)
 	}
@@ -354,14 +355,14 @@ func (ct *chanTimer) hold() bool {
 // releaseHold gives a Ticker's place in the bound back, if it holds one.
 func (ct *chanTimer) releaseHold() {
 	if ct.held.CompareAndSwap(true, false) {
-		ct.t.sh.st.pending.Add(-1)
+		ct.t.shard().st.pending.Add(-1)
 	}
 }
 
 // take makes the timer busy for a Stop or Reset, waiting for another
 // holder to leave, and returns the state it found, with the next gen.
 func (ct *chanTimer) take(name string) (old uint64, gen uint64) {
-	if ct.t.sh == nil {
+	if ct.t.shard() == nil {
 		panic("timingwheel: " + name + " called on a value not made by the SystemTimer")
 	}
 	for {
@@ -410,7 +411,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 	if ct.drain() {
 		pending = true
 	}
-	st := ct.t.sh.st
+	st := ct.t.shard().st
 	if period > 0 {
 		ct.period = period
 		if !ct.hold() {
@@ -430,7 +431,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 	}
 	// The underlying Timer is moved while the timer is busy: a run it
 	// makes meanwhile kicks, and release delivers for it.
-	if err := ct.arm(when, now); err != nil {
+	if err := ct.arm(when, now, true); err != nil {
 		ct.disarm()
 		ct.releaseHold()
 		ct.release(gen, chanIdle)
@@ -443,7 +444,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 
 // fire is the run of the underlying Timer, on an executor goroutine.
 func (ct *chanTimer) fire() {
-	st := ct.t.sh.st
+	st := ct.t.shard().st
 	failpoint("chan:run") // a Reset may come between the hand-over and the run
 	for {
 		s := ct.s.Load()
@@ -482,7 +483,7 @@ func (ct *chanTimer) fire() {
 // when has passed.
 func (ct *chanTimer) deliver(now int64) uint64 {
 	when := ct.when.Load()
-	st := ct.t.sh.st
+	st := ct.t.shard().st
 	select {
 	case ct.c <- st.epoch.Add(time.Duration(when)):
 	default: // a slow receiver: the tick is dropped, as time.Ticker drops it
@@ -497,7 +498,9 @@ func (ct *chanTimer) deliver(now int64) uint64 {
 		next = satAdd(when, satMul(p, (now-when)/p+1))
 	}
 	ct.when.Store(next)
-	if err := ct.arm(next, now); err != nil {
+	// The next tick stays on the Ticker's shard: this run is on a worker,
+	// whichever processor it runs on, not on the Ticker's user.
+	if err := ct.arm(next, now, false); err != nil {
 		ct.releaseHold()
 		return chanIdle // cannot happen: a Ticker holds its place in the bound
 	}
@@ -523,7 +526,7 @@ func (ct *chanTimer) release(gen, phase uint64) {
 		if phase != chanArmed {
 			continue // stopped or delivered: the run has nothing to do
 		}
-		if now := ct.t.sh.st.now(); now >= ct.when.Load() {
+		if now := ct.t.shard().st.now(); now >= ct.when.Load() {
 			phase = ct.deliver(now)
 		}
 	}

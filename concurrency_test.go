@@ -171,11 +171,26 @@ func TestConcurrentPairs(t *testing.T) {
 			t.Run(a.name+"/"+b.name, func(t *testing.T) {
 				isolate.Run(t, stressTimeout, func(t *testing.T) {
 					preempting(t)
-					racePair(t, a, b, false)
+					racePair(t, a, b, false, false)
 				})
 			})
 		}
 	}
+}
+
+// TestConcurrentPairsMigrating is TestConcurrentPairs with the default
+// placement: the timers move to the shard of whichever goroutine's
+// processor re-arms them, while the others stop, reset and fire them.
+// settle checks what is left, on every shard.
+func TestConcurrentPairsMigrating(t *testing.T) {
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		for i, a := range pairOps {
+			for _, b := range pairOps[i:] {
+				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, false, true) })
+			}
+		}
+	})
 }
 
 // TestConcurrentPairsMaxPending is TestConcurrentPairs under WithMaxPending,
@@ -186,26 +201,33 @@ func TestConcurrentPairsMaxPending(t *testing.T) {
 		preempting(t)
 		for i, a := range pairOps {
 			for _, b := range pairOps[i:] {
-				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, true) })
+				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, true, false) })
 			}
 		}
 	})
 }
 
-func racePair(t *testing.T, a, b op, bounded bool) {
+// racePair races a and b on three timers. placed by address (one shard,
+// so that their links meet), or, if migrating, by the processor that arms
+// them, the default: then each Reset that re-arms a timer on a goroutine
+// whose processor holds another shard moves it there, racing the other
+// goroutines' operations on it.
+func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 	opts := []Option{WithTick(time.Millisecond)}
 	if bounded {
 		opts = append(opts, WithMaxPending(1<<20))
+	}
+	if !migrating {
+		opts = append(opts, withAddressShards())
 	}
 	st, err := New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Three timers of one shard, so that their links meet.
 	var timers []*counted
 	for len(timers) < 3 {
 		c := newCounted(st)
-		if c.t.sh == &st.shards[0] {
+		if migrating || c.t.sh == &st.shards[0] {
 			timers = append(timers, c)
 		}
 	}
@@ -240,7 +262,7 @@ func racePair(t *testing.T, a, b op, bounded bool) {
 			if err != nil {
 				t.Error(err)
 			}
-			if tm.sh == &st.shards[0] {
+			if migrating || tm.sh == &st.shards[0] {
 				mine = append(mine, tm)
 			} else {
 				tm.Stop()
@@ -266,7 +288,7 @@ func racePair(t *testing.T, a, b op, bounded bool) {
 func TestConcurrentStopResetOneTimer(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
-		st, err := New()
+		st, err := New(withAddressShards())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +345,7 @@ func TestConcurrentStopResetOneTimer(t *testing.T) {
 func TestConcurrentResetZeroResetLater(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
-		st, err := New()
+		st, err := New(withAddressShards())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +386,7 @@ func TestConcurrentSystemStopArming(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
 		for round := range iters(40) {
-			st, err := New()
+			st, err := New(withAddressShards())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -472,7 +494,7 @@ func TestConcurrentRearmSystemStop(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
 		for round := range iters(100) {
-			st, err := New()
+			st, err := New(withAddressShards())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
 package timingwheel
 
-// WithProcessorShards is withProcessorShards, for BenchmarkParallel.
-var WithProcessorShards = withProcessorShards
+// WithAddressShards is withAddressShards, for BenchmarkParallel.
+var WithAddressShards = withAddressShards

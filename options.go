@@ -38,15 +38,15 @@ type Option interface {
 }
 
 type config struct {
-	tick        time.Duration
-	wheelSize   int
-	clock       clock.Clock
-	clockSet    bool
-	workers     int
-	maxPending  int
-	onPanic     func(any)
-	manual      bool // tests: no driver or workers; step runs due work
-	byProcessor bool // benchmarks: a timer's shard by the processor that makes it (see SystemTimer.shardFor)
+	tick       time.Duration
+	wheelSize  int
+	clock      clock.Clock
+	clockSet   bool
+	workers    int
+	maxPending int
+	onPanic    func(any)
+	manual     bool // tests: no driver or workers; step runs due work
+	byAddress  bool // tests and benchmarks: a timer's shard by its address, not by the processor that arms it (see SystemTimer.shardFor)
 }
 
 type optionFunc func(*config)
@@ -98,11 +98,12 @@ func withManual() Option {
 	return optionFunc(func(c *config) { c.manual = true })
 }
 
-// withProcessorShards places timers on the shard of the processor that
-// makes or binds them instead of by their address: measured, not the
-// default (see doc.go, "Cores"); BenchmarkParallel runs both.
-func withProcessorShards() Option {
-	return optionFunc(func(c *config) { c.byProcessor = true })
+// withAddressShards places timers on a shard chosen by their address, for
+// good, instead of on the shard of the processor that makes or re-arms
+// them: for tests that need timers on a given shard, and BenchmarkParallel,
+// which measures both placements (see doc.go, "Cores").
+func withAddressShards() Option {
+	return optionFunc(func(c *config) { c.byAddress = true })
 }
 
 var errNilOption = errors.New("timingwheel: nil Option")

@@ -13,8 +13,9 @@ import (
 
 // BenchmarkParallel is the parallel workload of bench/README.md: each of
 // GOMAXPROCS goroutines (b.RunParallel) works on timers of its own, for
-// this package (timers placed by address, the default, and on their
-// processor's shard, wheel-local: see doc.go, "Cores") and for the runtime
+// this package (timers on the shard of the processor that arms them, the
+// default, and placed by address for good, wheel-address: see doc.go,
+// "Cores") and for the runtime
 // in the same run, with nothing else pending but what a case keeps. Run it
 // at several core counts:
 //
@@ -25,13 +26,13 @@ import (
 // output into the scaling table.
 func BenchmarkParallel(b *testing.B) {
 	for _, c := range parallelCases {
-		for _, impl := range []string{"wheel", "wheel-local", "runtime"} {
+		for _, impl := range []string{"wheel", "wheel-address", "runtime"} {
 			b.Run(fmt.Sprintf("op=%s/impl=%s", c.name, impl), func(b *testing.B) {
 				var st *timingwheel.SystemTimer
 				if impl != "runtime" {
 					var opts []timingwheel.Option
-					if impl == "wheel-local" { // timers on their processor's shard
-						opts = append(opts, timingwheel.WithProcessorShards())
+					if impl == "wheel-address" { // timers placed by address
+						opts = append(opts, timingwheel.WithAddressShards())
 					}
 					var err error
 					if st, err = timingwheel.New(opts...); err != nil {

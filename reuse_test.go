@@ -30,7 +30,7 @@ type reusable struct {
 // once step has run. It returns that timer too.
 func stackingManual(t *testing.T) (*SystemTimer, *Timer) {
 	t.Helper()
-	st, err := New(withManual())
+	st, err := New(withManual(), withAddressShards())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestStatsCountUnstacked(t *testing.T) {
 func TestConcurrentStopReuse(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
-		st, err := New()
+		st, err := New(withAddressShards())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestConcurrentUnstackSystemStop(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
 		for round := range iters(40) {
-			st, err := New()
+			st, err := New(withAddressShards())
 			if err != nil {
 				t.Fatal(err)
 			}

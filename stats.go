@@ -18,6 +18,7 @@ type shardStats struct {
 	postponed uint64 // found pushed back in an expired level-0 bucket, placed again
 	moved     uint64 // Reset to an earlier deadline (under the lock)
 	cascaded  uint64 // moved out of an expired bucket of a higher level
+	migrated  uint64 // moved to another processor's shard by a Reset that re-armed it
 }
 
 // Stats is a snapshot of what a SystemTimer is doing, for monitoring; see
@@ -49,6 +50,11 @@ type Stats struct {
 	// Moved counts Resets that moved a pending timer to an earlier
 	// deadline, which takes the shard's lock.
 	Moved uint64
+	// Migrated counts the timers that a Reset re-arming them moved to the
+	// shard of the processor it ran on (see the package doc, "Cores"): a
+	// timer bound on one goroutine and re-armed on another that runs on
+	// another processor moves once, not at every Reset.
+	Migrated uint64
 	// Rejected counts the armings refused with ErrTooManyPending.
 	Rejected uint64
 	// Cascaded counts the timers moved from an expired bucket of a level
@@ -106,6 +112,7 @@ func (st *SystemTimer) Stats() Stats {
 		s.Stopped += sh.stats.stopped + u
 		s.Postponed += sh.stats.postponed
 		s.Moved += sh.stats.moved
+		s.Migrated += sh.stats.migrated
 		s.Cascaded += sh.stats.cascaded
 		sh.unlock()
 	}

@@ -59,8 +59,12 @@ type SystemTimer struct {
 	shards     []shard
 	shardShift uint // a timer's shard by address is the top bits of its address hash
 	// tokens hands out shards to processors: see shardFor and newTokens.
-	tokens      sync.Pool
-	byProcessor bool // withProcessorShards
+	tokens    sync.Pool
+	byAddress bool // withAddressShards
+	// placeHook, set by tests before any timer is made, stands for the
+	// processor's shard in localShard, so that a test decides where a
+	// Reset moves a timer.
+	placeHook func() *shard
 
 	dq   *delayqueue.Queue[bucketRef]
 	pool *executor.Pool[*Timer]
@@ -110,16 +114,16 @@ func New(opts ...Option) (*SystemTimer, error) {
 		return nil, err
 	}
 	st := &SystemTimer{
-		clock:       c.clock,
-		realClock:   !c.clockSet || reflect.TypeOf(c.clock) == reflect.TypeOf(clock.New()),
-		tick:        int64(c.tick),
-		wheelSize:   int64(c.wheelSize),
-		maxPending:  int64(c.maxPending),
-		workers:     c.workers,
-		stopped:     make(chan struct{}),
-		driverDone:  make(chan struct{}),
-		manual:      c.manual,
-		byProcessor: c.byProcessor,
+		clock:      c.clock,
+		realClock:  !c.clockSet || reflect.TypeOf(c.clock) == reflect.TypeOf(clock.New()),
+		tick:       int64(c.tick),
+		wheelSize:  int64(c.wheelSize),
+		maxPending: int64(c.maxPending),
+		workers:    c.workers,
+		stopped:    make(chan struct{}),
+		driverDone: make(chan struct{}),
+		manual:     c.manual,
+		byAddress:  c.byAddress,
 	}
 	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
 	if st.wheelSize&(st.wheelSize-1) == 0 {
@@ -176,7 +180,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 // behind others of its batch thus counts less late by their run time,
 // which the executor bounds by its stall delay (the tick, at most 1ms).
 func runTimer(t *Timer, b *executor.Batch) {
-	st := t.sh.st
+	st := t.shard().st // t may move meanwhile, if re-armed: any shard's st is st
 	// The due tick of the run, unless a Reset re-armed the timer since it
 	// fired (its run is still owed): then the run goes uncounted.
 	if due, s := unpack(t.w.Load()); s == stateFired {
@@ -276,35 +280,38 @@ func (st *SystemTimer) tickTime(k int64) time.Time {
 	return st.epoch.Add(time.Duration(k * st.tick))
 }
 
-// shardFor returns the shard for t, a timer being made or bound. By
-// default it is the shard of t's address (shardOf): a goroutine's timers
-// spread over every shard. With withProcessorShards it is the shard of the
-// processor (the runtime's P) the calling goroutine runs on, so that
+// shardFor returns the shard for t, a timer being made or bound: the shard
+// of the processor (the runtime's P) the calling goroutine runs on, so that
 // goroutines on different cores arm, stop and reset their timers on shards
-// of their own, as the Go runtime keeps its timers per P (issue 20). Go
-// offers no processor id outside the runtime; sync.Pool keeps what is put
-// in it per P, so a token per P, naming a shard, is taken from the pool and
-// put back (see newTokens). Whichever shard a timer gets, it keeps it, and
-// any goroutine may stop, reset or fire it: placement is locality, never
-// correctness.
-//
-// Why the address is the default: on the 2-core machine this was built on,
-// the token costs about 7ns per timer made (churn, one goroutine: 115 ->
-// 122 ns), and two goroutines did no better with it (churn at -cpu 2: 47
-// ns by address, 53 with tokens); a timer bound on an accept loop's
-// goroutine, as idleconn binds them, would put every connection's timer on
-// one shard. What it saves, cache lines moving between cores, needs a
-// machine with many cores to measure: BenchmarkParallel runs both.
+// of their own, as the Go runtime keeps its timers per P. With
+// withAddressShards, or when no shard is free for this processor, it is
+// the shard of t's address (shardOf). A timer that is not pending may move
+// later, when a Reset re-arms it on another processor (localShard).
+// Placement is locality, never correctness: any goroutine may stop, reset
+// or fire any timer.
 func (st *SystemTimer) shardFor(t *Timer) *shard {
 	if len(st.shards) == 1 {
 		return &st.shards[0]
 	}
-	if !st.byProcessor {
-		return st.shardOf(t)
+	return st.localShard(st.shardOf(t))
+}
+
+// localShard returns the shard of the processor the caller runs on, or
+// def with withAddressShards or when every shard's token is on some other
+// processor. Go offers no processor id outside the runtime; sync.Pool
+// keeps what is put in it per P, so a token per P, naming a shard, is
+// taken from the pool and put back (see newTokens): about 7ns, with no
+// write to memory another processor uses.
+func (st *SystemTimer) localShard(def *shard) *shard {
+	if st.byAddress || len(st.shards) == 1 {
+		return def
+	}
+	if st.placeHook != nil {
+		return st.placeHook()
 	}
 	tok, _ := st.tokens.Get().(*shardToken)
 	if tok == nil {
-		return st.shardOf(t) // every shard's token is on some other processor
+		return def
 	}
 	sh := tok.sh
 	st.tokens.Put(tok)
@@ -341,8 +348,8 @@ func newTokens(shards []shard) func() any {
 }
 
 // shardOf returns the shard of t chosen by a hash of its address (the Go
-// heap does not move objects, so the address is stable): for tests that
-// need timers on one shard (withAddressShards).
+// heap does not move objects, so the address is stable): the placement of
+// withAddressShards, and the fallback when no processor's shard is free.
 func (st *SystemTimer) shardOf(t *Timer) *shard {
 	h := uint64(uintptr(unsafe.Pointer(t))) * 0x9e3779b97f4a7c15
 	return &st.shards[h>>st.shardShift]
@@ -396,15 +403,16 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 	if when < st.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
+	sh := t.sh // read before the push publishes t: a Ticker's run may re-arm (move) it
 	t.initQueued(when)
-	if !t.sh.push(t) {
+	if !sh.push(t) {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.
 		return ErrStopped
 	}
-	if t.sh.pushed.Add(1) < drainDepth && when >= st.wakeAt.Load() {
+	if sh.pushed.Add(1) < drainDepth && when >= st.wakeAt.Load() {
 		return nil // the common case
 	}
-	st.drainShard(t.sh, st.now())
+	st.drainShard(sh, st.now())
 	return nil
 }
 

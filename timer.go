@@ -22,7 +22,17 @@ type Timer struct {
 	// timer off the stack may read it meanwhile; see Timer.Stop).
 	next, prev *Timer
 	f          func() // set when the timer is made or bound, then immutable; nil for contexts and periodic timers
-	sh         *shard // set when the timer is made or bound, then immutable; nil: unbound
+	// sh is the shard whose lists and stack hold the timer: set when it is
+	// made or bound (nil: unbound). A timer that is not pending may move
+	// to the shard of the processor that re-arms it (see Timer.resetTo):
+	// sh is written then, atomically, by the goroutine that owns the
+	// timer (state owned), while it holds the old shard's lock. So a
+	// timer pending on a shard has sh pointing to it (it moves only while
+	// not pending), and sh does not change while its shard's lock is
+	// held: a goroutine that reads sh with the lock of the shard it names
+	// held has the timer's shard for as long as it holds the lock. Read
+	// it with shard() wherever a move may happen at the same time.
+	sh *shard
 	// w is the state word: the timer's state in its low stateBits bits
 	// and, above them, a value: the deadline in ns since the epoch while
 	// the timer is queued, the due tick while it is pending, else 0. Every
@@ -126,6 +136,34 @@ const (
 	kindTicker // a Ticker's: the same, and it holds a place in WithMaxPending's bound as a series
 )
 
+// shard returns t's shard (see sh).
+func (t *Timer) shard() *shard {
+	return (*shard)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.sh))))
+}
+
+// lockShard locks t's shard and returns it: the shard t is on for as long
+// as the caller holds the lock (see sh).
+func (t *Timer) lockShard() *shard {
+	for {
+		sh := t.shard()
+		failpoint("lockShard:read")
+		sh.mu.Lock()
+		if t.shard() == sh {
+			return sh
+		}
+		sh.mu.Unlock() // moved meanwhile
+	}
+}
+
+// moveTo moves t, owned by the caller and on no list or stack, from shard
+// from to shard to, under from's lock (see sh).
+func (t *Timer) moveTo(from, to *shard) {
+	from.mu.Lock()
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.sh)), unsafe.Pointer(to))
+	from.stats.migrated++
+	from.mu.Unlock()
+}
+
 // series reports whether t is the Timer of a series that holds one place in
 // WithMaxPending's bound for its whole life (a periodic timer, a Ticker), so
 // that its own moves in and out of pending do not count there.
@@ -175,8 +213,7 @@ func (st *SystemTimer) Bind(t *Timer, f func()) {
 // For a periodic timer, Stop also ends the series: no run starts after Stop
 // returns, except one already handed to the executor.
 func (t *Timer) Stop() bool {
-	sh := t.sh
-	if sh == nil {
+	if t.shard() == nil {
 		panic("timingwheel: Stop called on an unbound Timer")
 	}
 	if t.kind == kindPeriodic {
@@ -187,11 +224,11 @@ func (t *Timer) Stop() bool {
 		switch _, s := unpack(w); s {
 		case stateQueued:
 			if t.w.CompareAndSwap(w, pack(0, stateOwned)) {
-				sh.unstack(t)
+				t.shard().unstack(t) // owned: it stays on this shard
 				return true
 			}
 		case statePending:
-			sh.mu.Lock()
+			sh := t.lockShard()
 			stopped := sh.stopPending(t)
 			sh.mu.Unlock()
 			if stopped {
@@ -311,7 +348,7 @@ func (t *Timer) TryReset(d time.Duration) (wasPending bool, err error) {
 }
 
 func (t *Timer) reset(d time.Duration, name string) (bool, error) {
-	sh := t.sh
+	sh := t.shard()
 	if sh == nil {
 		panic("timingwheel: " + name + " called on an unbound Timer")
 	}
@@ -322,16 +359,22 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 	if d <= 0 {
 		return t.resetLocked(now, now)
 	}
-	return t.resetTo(satAdd(now, int64(d)), now)
+	return t.resetTo(satAdd(now, int64(d)), now, true)
 }
 
 // resetTo is Reset to the deadline when, after now (both ns since the
-// epoch), read from the clock by the caller.
-func (t *Timer) resetTo(when, now int64) (bool, error) {
-	sh := t.sh
-	st := sh.st
+// epoch), read from the clock by the caller. If move, a timer that is not
+// pending moves to the shard of the caller's processor as it is re-armed
+// without the lock: the goroutine that re-arms a timer is the one that
+// stops or resets it next, most of the time (a connection's timer bound on
+// the accept loop and reset by the goroutine serving it). The move takes
+// the old shard's lock, once: later Resets on the same processor find the
+// timer there.
+func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
+	st := t.shard().st
 	for {
 		w := t.w.Load()
+		sh := t.shard()
 		switch v, s := unpack(w); s {
 		case statePending:
 			due := st.dueTick(when)
@@ -362,6 +405,15 @@ func (t *Timer) resetTo(when, now int64) (bool, error) {
 			// queued, nobody else acts on it.
 			if !t.w.CompareAndSwap(w, pack(when, stateOwned)) {
 				continue
+			}
+			// Owned and on no list: it moves to the shard of the
+			// processor that arms it, if that is another one.
+			if move {
+				if to := st.localShard(sh); to != sh {
+					failpoint("reset:moving")
+					t.moveTo(sh, to)
+					sh = to
+				}
 			}
 			failpoint("reset:arming")
 			if !sh.push(t) {
@@ -396,13 +448,27 @@ func (t *Timer) resetTo(when, now int64) (bool, error) {
 // a pending timer earlier, running one at once (when <= now: Reset with
 // d <= 0), and arming under WithMaxPending.
 func (t *Timer) resetLocked(when, now int64) (bool, error) {
-	sh := t.sh
+	for {
+		was, retry, err := t.tryResetLocked(when, now)
+		if !retry {
+			return was, err
+		}
+		// Another goroutine owns the timer, and may be moving it off
+		// this shard, which takes the shard's lock: wait without it.
+		waitOwned()
+	}
+}
+
+// tryResetLocked is resetLocked, or reports retry if it found the timer
+// owned by another goroutine, or moved to another shard while it released
+// the lock: the caller looks again, with the lock released.
+func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
+	sh := t.lockShard()
+	defer sh.unlock()
 	st := sh.st
 	nowTick := floorDiv(now, st.tick)
-	sh.mu.Lock()
-	defer sh.unlock()
 	if sh.closed {
-		return false, ErrStopped
+		return false, false, ErrStopped
 	}
 	sh.drain(now) // a queued timer becomes pending or stopped
 	for {
@@ -416,29 +482,29 @@ func (t *Timer) resetLocked(when, now int64) (bool, error) {
 				sh.leavePending(t, nowTick, stateFired)
 				sh.addPendingOf(t, -1)
 				sh.fireNow(t)
-				return true, nil
+				return true, false, nil
 			}
 			due := st.dueTick(when)
 			if !t.w.CompareAndSwap(w, pack(due, statePending)) {
 				continue
 			}
 			if due >= v {
-				return true, nil // not earlier: it stays where it is
+				return true, false, nil // not earlier: it stays where it is
 			}
 			t.unlink()
 			sh.stats.moved++
 			sh.relink(t, nowTick)
-			return true, nil
+			return true, false, nil
 		case stateQueued, stateQueuedStopped:
 			sh.drain(now) // queued again by a concurrent Reset since
 		case stateOwned:
-			waitOwned()
+			return false, true, nil
 		case stateIdle, stateStopped, stateFired:
 			if when <= now {
 				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
 					sh.stats.armed++
 					sh.fireNow(t)
-					return false, nil
+					return false, false, nil
 				}
 				continue
 			}
@@ -447,26 +513,32 @@ func (t *Timer) resetLocked(when, now int64) (bool, error) {
 					continue
 				}
 				sh.admit(t, nowTick)
-				return false, nil
+				return false, false, nil
 			}
 			if !st.reserveLocked(sh) {
+				if t.shard() != sh {
+					return false, true, nil // moved while the lock was released
+				}
 				if t.w.Load() != w || sh.closed {
 					continue // changed while the lock was released: look again
 				}
-				return false, ErrTooManyPending
+				return false, false, ErrTooManyPending
 			}
 			if sh.closed {
 				st.pending.Add(-1)
-				return false, ErrStopped
+				return false, false, ErrStopped
 			}
-			if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
+			if t.shard() != sh || !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
 				st.pending.Add(-1) // changed while the lock was released
+				if t.shard() != sh {
+					return false, true, nil // moved: look again, under its new shard's lock
+				}
 				continue
 			}
 			sh.admitReserved(t, nowTick)
-			return false, nil
+			return false, false, nil
 		default: // stateReturned
-			return false, ErrStopped
+			return false, false, ErrStopped
 		}
 	}
 }
