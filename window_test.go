@@ -319,3 +319,157 @@ func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
 		t.Fatal("the Ticker is not armed for its next tick")
 	}
 }
+
+// placeOn makes Resets that re-arm a timer on st move it to *to (see
+// SystemTimer.placeHook), for the test's shard-moving windows.
+func placeOn(st *SystemTimer, to **shard) {
+	st.placeHook = func() *shard { return *to }
+}
+
+// TestConcurrentWindowMoveVsStop parks a Reset that re-arms a stopped
+// timer after it took the timer (owned) and before it moves it to another
+// shard; a Stop then must wait for it, and take the timer off the stack of
+// the shard it was moved to. Guards: a Stop that acts on the shard it read
+// before the move (the timer stays on the new shard's stack, stopped there
+// later by a drain, after Stop returned true: the library keeps a pointer
+// to a timer its owner may reuse).
+func TestConcurrentWindowMoveVsStop(t *testing.T) {
+	preempting(t) // 8 processors: 8 shards
+	st := mustNew(t, WithTick(time.Millisecond))
+	defer st.Stop()
+	a, b := &st.shards[0], &st.shards[1]
+	target := a
+	placeOn(st, &target)
+	var tm Timer
+	st.Bind(&tm, func() { t.Error("the timer ran") })
+	if tm.shard() != a {
+		t.Fatal("the hook did not place the timer")
+	}
+	anchor(t, st)
+	target = b
+	moving := armPark(t, "reset:moving", 1)
+	armed := make(chan struct{})
+	go func() {
+		tm.Reset(time.Hour)
+		close(armed)
+	}()
+	moving.wait(t)
+	waiting := armPark(t, "waitOwned", 1)
+	stopped := make(chan bool, 1)
+	go func() { stopped <- tm.Stop() }()
+	select {
+	case ok := <-stopped:
+		t.Fatalf("Stop of a timer being moved and armed returned %v before the arming finished", ok)
+	case <-waiting.arrived:
+	case <-time.After(testwait.FailAfter):
+		t.Fatal("Stop neither finished nor waited")
+	}
+	moving.letGo()
+	testwait.Recv(t, armed, "the moving Reset")
+	waiting.letGo()
+	if !testwait.Recv(t, stopped, "Stop") {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	if sh := tm.shard(); sh != b {
+		t.Fatal("the Reset did not move the timer")
+	}
+	if _, s := unpack(tm.w.Load()); s != stateStopped {
+		t.Fatalf("after Stop returned true the timer is in state %d, not stopped: still on a stack", s)
+	}
+	for _, sh := range []*shard{a, b} {
+		for x := sh.incoming.Load(); x != nil && x != closedStack; x = x.next {
+			if x == &tm {
+				t.Fatal("after Stop returned true the timer is still on an incoming stack")
+			}
+		}
+	}
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	}
+	st.checkInvariants()
+}
+
+// TestConcurrentWindowStopVsMove parks a Stop of a pending timer after it
+// read the timer's shard and before it locks it; meanwhile the timer is
+// stopped, re-armed on another processor's shard (moved) and placed there.
+// The parked Stop must then find the timer on its new shard and stop it
+// there. Guards: a Stop that locks the shard it read and stops the timer
+// under the wrong lock (the old shard's count and the new shard's lists go
+// wrong).
+func TestConcurrentWindowStopVsMove(t *testing.T) {
+	preempting(t) // 8 processors: 8 shards
+	st := mustNew(t, WithTick(time.Millisecond))
+	defer st.Stop()
+	a, b := &st.shards[0], &st.shards[1]
+	target := a
+	placeOn(st, &target)
+	var tm Timer
+	st.Bind(&tm, func() { t.Error("the timer ran") })
+	anchor(t, st)
+	tm.Reset(time.Hour)
+	if st.Len(); tm.shard() != a { // Len drains: pending on a
+		t.Fatal("the hook did not place the timer")
+	}
+	reading := armPark(t, "lockShard:read", 1)
+	stopped := make(chan bool, 1)
+	go func() { stopped <- tm.Stop() }()
+	reading.wait(t) // read a, not locked yet
+	if !tm.Stop() {
+		t.Fatal("Stop of a pending timer returned false")
+	}
+	target = b
+	tm.Reset(time.Hour) // re-armed on b: moved
+	st.drainShard(b, st.now())
+	if _, s := unpack(tm.w.Load()); s != statePending || tm.shard() != b {
+		t.Fatalf("the re-armed timer is in state %d on shard %p, want pending on b", s, tm.shard())
+	}
+	reading.letGo()
+	if !testwait.Recv(t, stopped, "the parked Stop") {
+		t.Fatal("the parked Stop of a timer pending (on its new shard) returned false")
+	}
+	st.checkInvariants()
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	}
+}
+
+// TestConcurrentWindowMoveVsResetLocked parks a Reset that re-arms a
+// stopped timer after it took the timer (owned) and before it moves it off
+// its shard, which takes that shard's lock; a Reset that goes under the
+// lock (Reset(0): run now) then comes on the same timer. It must wait for
+// the owner without holding the lock, or neither ever finishes. Guards: a
+// locked Reset that waits for an owned timer under its shard's lock
+// (deadlock with the move).
+func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
+	preempting(t)
+	st := mustNew(t, WithTick(time.Millisecond))
+	defer st.Stop()
+	a, b := &st.shards[0], &st.shards[1]
+	target := a
+	placeOn(st, &target)
+	ran := make(chan struct{}, 4)
+	var tm Timer
+	st.Bind(&tm, func() { ran <- struct{}{} })
+	anchor(t, st)
+	target = b
+	moving := armPark(t, "reset:moving", 1)
+	armed := make(chan struct{})
+	go func() {
+		tm.Reset(time.Hour)
+		close(armed)
+	}()
+	moving.wait(t)
+	waiting := armPark(t, "waitOwned", 1)
+	now := make(chan bool, 1)
+	go func() { now <- tm.Reset(0) }()
+	waiting.wait(t) // the locked Reset found the timer owned
+	moving.letGo()
+	testwait.Recv(t, armed, "the moving Reset (it takes the old shard's lock)")
+	waiting.letGo()
+	if !testwait.Recv(t, now, "Reset(0)") {
+		t.Fatal("Reset(0) of a timer armed an hour out returned false")
+	}
+	testwait.Recv(t, ran, "the run of Reset(0)")
+	waitIdle(t, st)
+	st.checkInvariants()
+}

@@ -1,0 +1,235 @@
+// Command mutants is the mutation check of the concurrency suite: it puts
+// hand-written bugs (mutants) into the state machines, one at a time, in a
+// copy of the repository, runs the concurrency tests as CI runs them, and
+// prints a table: which test killed each mutant, and how long it took, in
+// each of several runs. The tests are those of the CI's commands for the
+// root package and the conctest module (scripts/test): the concurrency
+// suite plain and with failpoints, and the package's other tests. A mutant is killed when a CI command fails on it;
+// every mutant must be killed in every run. Run it as scripts/mutants (see
+// there); it is slow, and not part of CI.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// A mutant replaces the one occurrence of old in file by new, and of each
+// further pair in more (old, new, old, new, ...), if any.
+type mutant struct {
+	name, file, old, new, why string
+	more                      []string
+}
+
+// concurrency is the CI's selection of the concurrency suite (scripts/test).
+const concurrency = "Concurrent|Stress|Starvation"
+
+// A stage is part of one of the CI's commands. The stages run in turn and a
+// run stops at the first that fails: the window tests first, since they
+// kill a mutant of their window in a second, then the package's other
+// tests (deterministic, a minute), then the rest of the suite.
+type stage struct {
+	name   string
+	binary string // plain or failpoints: the package's test binary
+	run    string // -test.run
+	skip   string // -test.skip
+	dir    string // for go test stages: the module to test
+	tags   string
+}
+
+var stages = []stage{
+	{name: "windows, failpoints", binary: "failpoints", run: "Window"},
+	{name: "windows", binary: "plain", run: "Window"},
+	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
+	{name: "suite, failpoints", binary: "failpoints", run: concurrency},
+	{name: "suite", binary: "plain", run: concurrency},
+	{name: "conctest, failpoints", dir: "conctest", tags: "timingwheel_failpoints"},
+	{name: "conctest", dir: "conctest"},
+}
+
+func main() {
+	runs := flag.Int("runs", 3, "runs per mutant")
+	only := flag.String("only", "", "run only the mutants whose name matches this regexp")
+	list := flag.Bool("list", false, "list the mutants and exit")
+	timeout := flag.Duration("timeout", 10*time.Minute, "bound on one stage")
+	flag.Parse()
+	if *list {
+		for _, m := range mutants {
+			fmt.Printf("%-28s %-14s %s\n", m.name, m.file, m.why)
+		}
+		return
+	}
+	sel := regexp.MustCompile(*only)
+	root, err := os.Getwd()
+	check(err)
+	tmp, err := os.MkdirTemp("", "mutants")
+	check(err)
+	defer os.RemoveAll(tmp)
+	copyTree(root, tmp)
+
+	fmt.Printf("| mutant | file | killed | by | time to kill, each run |\n|---|---|---|---|---|\n")
+	failed := 0
+	for _, m := range mutants {
+		if !sel.MatchString(m.name) {
+			continue
+		}
+		row := runMutant(tmp, m, *runs, *timeout)
+		fmt.Println(row.String(m))
+		if row.killed < *runs {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Printf("\n%d mutant(s) survived at least one run\n", failed)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	killed int
+	by     []string
+	times  []string
+}
+
+func (r result) String(m mutant) string {
+	by := uniq(r.by)
+	return fmt.Sprintf("| %s | %s | %d of %d | %s | %s |", m.name, m.file, r.killed, len(r.times), strings.Join(by, ", "), strings.Join(r.times, ", "))
+}
+
+// runMutant applies m to the copy at dir, builds the package's test
+// binaries, and runs the stages runs times.
+func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
+	path := filepath.Join(dir, m.file)
+	orig, err := os.ReadFile(path)
+	check(err)
+	defer func() { check(os.WriteFile(path, orig, 0o644)) }()
+	src := orig
+	pairs := append([]string{m.old, m.new}, m.more...)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if n := bytes.Count(src, []byte(pairs[i])); n != 1 {
+			fmt.Fprintf(os.Stderr, "mutant %s: %q occurs %d times in %s, want once\n", m.name, pairs[i], n, m.file)
+			os.Exit(2)
+		}
+		src = bytes.Replace(src, []byte(pairs[i]), []byte(pairs[i+1]), 1)
+	}
+	check(os.WriteFile(path, src, 0o644))
+
+	var r result
+	// A mutant that does not compile is no mutant: a mistake in the list.
+	for _, b := range []struct{ name, tags string }{{"plain", ""}, {"failpoints", "timingwheel_failpoints"}} {
+		args := []string{"test", "-c", "-race", "-o", filepath.Join(dir, b.name+".test")}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		if out, err := command(context.Background(), dir, "go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "mutant %s does not build:\n%s\n", m.name, out)
+			os.Exit(2)
+		}
+	}
+	for range runs {
+		start := time.Now()
+		killed := false
+		for _, s := range stages {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			var cmd *exec.Cmd
+			if s.dir != "" {
+				args := []string{"test", "-race", "-count=1", "-failfast"}
+				if s.tags != "" {
+					args = append(args, "-tags", s.tags)
+				}
+				cmd = command(ctx, filepath.Join(dir, s.dir), "go", append(args, "./...")...)
+			} else {
+				args := []string{"-test.run=" + s.run, "-test.count=1", "-test.failfast", "-test.timeout=" + timeout.String()}
+				if s.skip != "" {
+					args = append(args, "-test.skip="+s.skip)
+				}
+				cmd = command(ctx, dir, filepath.Join(dir, s.binary+".test"), args...)
+			}
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if err != nil {
+				killed = true
+				r.killed++
+				r.by = append(r.by, killer(out, s.name))
+				r.times = append(r.times, fmt.Sprintf("%.1fs", time.Since(start).Seconds()))
+				break
+			}
+		}
+		if !killed {
+			r.times = append(r.times, "survived")
+		}
+	}
+	return r
+}
+
+// killer names the first test that failed in out, and the stage.
+func killer(out []byte, stage string) string {
+	re := regexp.MustCompile(`--- FAIL: (\S+)`)
+	if m := re.FindSubmatch(out); m != nil {
+		name := string(m[1])
+		// The parent test of a failing subtest is enough for the table.
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
+		}
+		return name + " (" + stage + ")"
+	}
+	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("fatal error:")) {
+		return "a crash (" + stage + ")"
+	}
+	return "exit status (" + stage + ")"
+}
+
+func command(ctx context.Context, dir, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// copyTree copies the files git knows of (tracked, or untracked and not
+// ignored) from root to dst: the working tree as it is, uncommitted
+// changes included.
+func copyTree(root, dst string) {
+	out, err := command(context.Background(), root, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	check(err)
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if f == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree
+		}
+		check(err)
+		check(os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755))
+		check(os.WriteFile(filepath.Join(dst, f), data, 0o644))
+	}
+}
+
+func uniq(s []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		os.Exit(2)
+	}
+}
