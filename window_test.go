@@ -473,3 +473,70 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 	waitIdle(t, st)
 	st.checkInvariants()
 }
+
+// TestConcurrentWindowStopUnlinks parks a Stop of a pending timer inside
+// its shard's lock, between unlinking the timer and moving it out of
+// pending; a Reset to later then comes. The timer is still pending for it,
+// so it postpones the timer in place and reports true, and Stop then stops
+// it. Guards: a Stop that moves the timer out of pending before unlinking
+// it (the Reset finds it stopped, re-arms it without the lock and writes
+// its link while Stop's unlink still reads it).
+func TestConcurrentWindowStopUnlinks(t *testing.T) {
+	st := mustNew(t, WithTick(time.Millisecond))
+	defer st.Stop()
+	var tm Timer
+	st.Bind(&tm, func() { t.Error("the timer ran") })
+	anchor(t, st)
+	tm.Reset(time.Hour)
+	st.Len() // placed: pending
+	unlinked := armPark(t, "stopPending:unlinked", 1)
+	stopped := make(chan bool, 1)
+	go func() { stopped <- tm.Stop() }()
+	unlinked.wait(t)
+	if !tm.Reset(2 * time.Hour) {
+		t.Fatal("Reset while Stop held the pending timer returned false: the timer left pending before it was unlinked")
+	}
+	unlinked.letGo()
+	if !testwait.Recv(t, stopped, "Stop") {
+		t.Fatal("Stop of a pending timer returned false")
+	}
+	if _, s := unpack(tm.w.Load()); s != stateStopped {
+		t.Fatalf("the timer is in state %d after Stop, want stopped", s)
+	}
+	st.checkInvariants()
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	}
+}
+
+// TestConcurrentWindowRunNowUnlinks is TestConcurrentWindowStopUnlinks for
+// Reset(0) of a pending timer, which unlinks the timer and marks it fired
+// under the lock: a Reset to later inside that window postpones a timer
+// still pending. Guards: marking it fired before unlinking it.
+func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
+	st := mustNew(t, WithTick(time.Millisecond))
+	defer st.Stop()
+	ran := make(chan struct{}, 4)
+	var tm Timer
+	st.Bind(&tm, func() { ran <- struct{}{} })
+	anchor(t, st)
+	tm.Reset(time.Hour)
+	st.Len()
+	unlinked := armPark(t, "resetLocked:unlinked", 1)
+	now := make(chan bool, 1)
+	go func() { now <- tm.Reset(0) }()
+	unlinked.wait(t)
+	if !tm.Reset(2 * time.Hour) {
+		t.Fatal("Reset while Reset(0) held the pending timer returned false: the timer left pending before it was unlinked")
+	}
+	unlinked.letGo()
+	if !testwait.Recv(t, now, "Reset(0)") {
+		t.Fatal("Reset(0) of a pending timer returned false")
+	}
+	testwait.Recv(t, ran, "the run of Reset(0)")
+	waitIdle(t, st)
+	st.checkInvariants()
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	}
+}
