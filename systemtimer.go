@@ -88,6 +88,7 @@ type SystemTimer struct {
 	stopped    chan struct{} // closed when the first Stop has finished
 	driverDone chan struct{} // closed when the driver goroutine exits
 	manual     bool
+	isDefault  bool // Default's: Stop panics (see there); set before it is shared
 
 	batch []*Timer // the driver's scratch space for due timers
 	// The driver's own: when it next re-places a chunk of a cascade list
@@ -590,8 +591,21 @@ func (st *SystemTimer) Len() int {
 // return, except a callback that is itself calling Stop. It is idempotent:
 // later calls wait for the first to finish (unless made from a callback) and
 // return nil.
+//
+// Stop panics on the SystemTimer that [Default] returns: that one is shared
+// by every package of the program that uses the package-level functions,
+// which cannot report [ErrStopped], so a Stop by one of them would break
+// all the others, far from the mistake.
 func (st *SystemTimer) Stop() []*Timer {
 	st.mustBeMade("Stop")
+	if st.isDefault {
+		panic("timingwheel: Stop called on the default SystemTimer, which the package-level functions share and which never stops; make a SystemTimer of your own with New to stop it")
+	}
+	return st.stop()
+}
+
+// stop is Stop, for any SystemTimer: the tests stop the default with it.
+func (st *SystemTimer) stop() []*Timer {
 	if !st.closed.CompareAndSwap(false, true) {
 		if !st.pool.OnWorker() {
 			<-st.stopped
