@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/go-timingwheel/timingwheel/internal/defaulttimer"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,10 @@ import (
 
 func TestMain(m *testing.M) {
 	debugChecks = true
-	goleak.VerifyTestMain(m)
+	// The default SystemTimer, which the package-level functions make on
+	// first use, never stops in a program: stop it after the tests, so
+	// that goleak reports only the goroutines something else left.
+	goleak.VerifyTestMain(defaulttimer.Main(m))
 }
 
 func mustNew(t testing.TB, opts ...Option) *SystemTimer {
