@@ -674,6 +674,11 @@ func (st *SystemTimer) stop() []*Timer {
 		}
 		sh.mu.Unlock()
 	}
+	// Before waiting for the callbacks that run: one of them may wait
+	// for a channel timer (a Sleep) or a context of this SystemTimer, and
+	// would wait for ever if these were ended only after it returned.
+	left = handOver(left)
+	n = len(left)
 	for _, t := range st.pool.Close() {
 		// A run handed to the executor is owed even if the timer was
 		// reset or stopped since, so a run that never started returns
@@ -684,10 +689,13 @@ func (st *SystemTimer) stop() []*Timer {
 		}
 	}
 	close(st.stopped)
+	return append(left[:n], handOver(left[n:])...)
+}
 
-	// Contexts are not the caller's timers: cancel them, outside any lock.
-	// Nor are the Timers of channel timers: a timer of the clock takes
-	// each over (orphan).
+// handOver ends, outside any lock, the timers of left that are not the
+// caller's, and returns the others, in left's array. Contexts are
+// canceled. A channel timer goes on on a timer of the clock (orphan).
+func handOver(left []*Timer) []*Timer {
 	kept := left[:0]
 	for _, t := range left {
 		switch t.kind {
