@@ -379,8 +379,18 @@ func contextName(c context.Context) string {
 	return reflect.TypeOf(c).String()
 }
 
-// expire is the timer's function: the deadline has passed.
-func (c *timerCtx) expire() { c.end(reasonExpired) }
+// expire is the timer's function: the deadline has passed. A parent that
+// reaches c only through AfterFunc may have been canceled before without c
+// knowing: nobody asked c's Done or Err, so no watch was set (see inner).
+// Then c ends with the parent's error, as a context.WithDeadline would have
+// ended when the parent was canceled.
+func (c *timerCtx) expire() {
+	if c.async() && c.parent.Err() != nil {
+		c.end(reasonParent)
+		return
+	}
+	c.end(reasonExpired)
+}
 
 // cancel is SystemTimer.Stop's: the SystemTimer stopped before the deadline.
 func (c *timerCtx) cancel() { c.end(reasonStopped) }
