@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -757,4 +758,53 @@ func TestChanStaleRun(t *testing.T) {
 	if len(tm.C) != 0 {
 		t.Fatal("a run after Stop delivered")
 	}
+}
+
+// TestStopWhileCallbackWaits: SystemTimer.Stop waits for the callbacks
+// that run, and one of them waits on a channel timer, or a context, of the
+// same SystemTimer. Stop must hand these over (a clock's timer for the
+// channel timer, cancellation for the context) before it waits, or it
+// waits for ever: a Sleep in a callback, and a shutdown, were enough.
+func TestStopWhileCallbackWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		waiting := make(chan struct{}, 2)
+		var slept time.Duration
+		var ctxErr, ctxCause error
+		if _, err := st.AfterFunc(0, func() {
+			tm, err := st.NewTimer(time.Hour)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			start := time.Now()
+			waiting <- struct{}{}
+			<-tm.C
+			slept = time.Since(start)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AfterFunc(0, func() {
+			ctx, cancel := st.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			waiting <- struct{}{}
+			<-ctx.Done()
+			ctxErr, ctxCause = ctx.Err(), context.Cause(ctx)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-waiting
+		<-waiting
+		start := time.Now()
+		st.Stop()
+		if slept != time.Hour {
+			t.Errorf("the callback's timer of an hour delivered after %v", slept)
+		}
+		if el := time.Since(start); el != time.Hour {
+			t.Errorf("Stop returned after %v, want the hour the callback waited", el)
+		}
+		if ctxErr != context.Canceled || ctxCause != ErrStopped {
+			t.Errorf("the callback's context ended with %v, cause %v; want Canceled, ErrStopped", ctxErr, ctxCause)
+		}
+	})
 }

@@ -14,9 +14,23 @@ import (
 // SystemTimer's clock.
 func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	st.mustBeMade("WithTimeout")
+	return st.withTimeout(parent, d, nil)
+}
+
+// WithTimeoutCause is WithTimeout that gives the context the cause
+// (context.Cause) cause when the deadline passes, as
+// context.WithTimeoutCause does. The cause is the context's only when the
+// deadline ends it: a cancel, the parent's end or the SystemTimer's Stop
+// give the causes they give under WithTimeout.
+func (st *SystemTimer) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	st.mustBeMade("WithTimeoutCause")
+	return st.withTimeout(parent, d, cause)
+}
+
+func (st *SystemTimer) withTimeout(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	now := st.clockNow()
 	n := int64(now.Sub(st.epoch))
-	return st.withDeadline(parent, now.Add(d), satAdd(n, int64(d)), n)
+	return st.withDeadline(parent, now.Add(d), satAdd(n, int64(d)), n, cause)
 }
 
 // WithDeadline is context.WithDeadline with the deadline kept on the wheel
@@ -55,7 +69,18 @@ func (st *SystemTimer) WithTimeout(parent context.Context, d time.Duration) (con
 func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	st.mustBeMade("WithDeadline")
 	when, now := st.deadline(d)
-	return st.withDeadline(parent, d, when, now)
+	return st.withDeadline(parent, d, when, now, nil)
+}
+
+// WithDeadlineCause is WithDeadline that gives the context the cause
+// (context.Cause) cause when the deadline passes, as
+// context.WithDeadlineCause does; other ends give the causes they give
+// under WithDeadline. A nil cause is WithDeadline's: the cause is then
+// context.DeadlineExceeded.
+func (st *SystemTimer) WithDeadlineCause(parent context.Context, d time.Time, cause error) (context.Context, context.CancelFunc) {
+	st.mustBeMade("WithDeadlineCause")
+	when, now := st.deadline(d)
+	return st.withDeadline(parent, d, when, now, cause)
 }
 
 // A wheel context is built from three objects; see timerCtx for why.
@@ -69,9 +94,9 @@ func (st *SystemTimer) WithDeadline(parent context.Context, d time.Time) (contex
 //	*wheelParent             the same allocation as the timerCtx: ends x with
 //	                         DeadlineExceeded, Canceled or the parent's error
 //
-// withDeadline is WithDeadline, with the deadline and the current time, in
-// ns since the epoch, worked out by the caller.
-func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, now int64) (context.Context, context.CancelFunc) {
+// withDeadline is WithDeadlineCause, with the deadline and the current
+// time, in ns since the epoch, worked out by the caller.
+func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, now int64, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic("timingwheel: WithDeadline: nil parent context")
 	}
@@ -83,17 +108,26 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 		select {
 		case <-done:
 			// The standard library's, canceled at birth: no timer.
-			return context.WithDeadline(parent, d)
+			return context.WithDeadlineCause(parent, d, cause)
 		default:
 		}
 	}
 	if when <= now && st.realClock {
 		// Passed already by the clock time.Until reads: the standard
 		// library's context is done at birth and keeps no timer either.
-		return context.WithDeadline(parent, d)
+		return context.WithDeadlineCause(parent, d, cause)
 	}
 
-	c := &timerCtx{parent: parent, deadline: d}
+	var c *timerCtx
+	if cause == nil {
+		c = &timerCtx{parent: parent, deadline: d}
+	} else {
+		// The cause makes a causeCtx, so that the contexts without one
+		// do not carry a field for it.
+		cc := &causeCtx{timerCtx: timerCtx{parent: parent, deadline: d}, cause: cause}
+		c = &cc.timerCtx
+		c.state.Store(causeBit)
+	}
 	c.t.kind = kindContext
 	c.t.sh = st.shardFor(&c.t)
 	cancel := func() { c.cancelByCaller() }
@@ -106,7 +140,7 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 		// exists, and until then Err looks.
 		up, _ := parent.Value(&wheelKey).(*timerCtx)
 		if up == nil || done != up.inner().Done() {
-			c.state.Store(asyncBit)
+			c.state.Or(asyncBit)
 		}
 		if up != nil {
 			c.link(up)
@@ -153,7 +187,26 @@ const (
 	hasXBit     uint32 = 1 << 5 // x is set; x may be read without mu
 	asyncBit    uint32 = 1 << 6 // the parent's end reaches the context through AfterFunc only; set at birth
 	finishedBit uint32 = 1 << 7 // the end is complete: x canceled, kids ended
+	causeBit    uint32 = 1 << 8 // the timerCtx is the first field of a causeCtx; set at birth
 )
+
+// A causeCtx is a timerCtx made by WithDeadlineCause or WithTimeoutCause:
+// the cause it gets when its deadline passes.
+type causeCtx struct {
+	timerCtx // first: a timerCtx with causeBit is a causeCtx
+	cause    error
+}
+
+var _ = [1]struct{}{}[unsafe.Offsetof(causeCtx{}.timerCtx)]
+
+// expiryCause returns the cause c gets when its deadline passes, or nil
+// for DeadlineExceeded.
+func (c *timerCtx) expiryCause() error {
+	if c.state.Load()&causeBit == 0 {
+		return nil
+	}
+	return (*causeCtx)(unsafe.Pointer(c)).cause
+}
 
 // A timerCtx is the caller's side of a wheel context. Its Timer comes first
 // so that a *Timer of kind kindContext can be turned back into its context
@@ -326,8 +379,18 @@ func contextName(c context.Context) string {
 	return reflect.TypeOf(c).String()
 }
 
-// expire is the timer's function: the deadline has passed.
-func (c *timerCtx) expire() { c.end(reasonExpired) }
+// expire is the timer's function: the deadline has passed. A parent that
+// reaches c only through AfterFunc may have been canceled before without c
+// knowing: nobody asked c's Done or Err, so no watch was set (see inner).
+// Then c ends with the parent's error, as a context.WithDeadline would have
+// ended when the parent was canceled.
+func (c *timerCtx) expire() {
+	if c.async() && c.parent.Err() != nil {
+		c.end(reasonParent)
+		return
+	}
+	c.end(reasonExpired)
+}
 
 // cancel is SystemTimer.Stop's: the SystemTimer stopped before the deadline.
 func (c *timerCtx) cancel() { c.end(reasonStopped) }
@@ -518,10 +581,11 @@ func (w *wheelParent) Err() error {
 }
 
 // Value, for the context package's key, decides the cause x gets: the
-// parent's cause if the parent ended the context; ErrStopped or
-// ErrTooManyPending through a cancelCtx canceled with it; else nothing, and
-// the cause is Err. While x attaches it returns nothing, so that x attaches
-// through AfterFunc; end sets closedBit before calling f.
+// parent's cause if the parent ended the context; ErrStopped,
+// ErrTooManyPending, or WithDeadlineCause's cause when the deadline passed,
+// through a cancelCtx canceled with it; else nothing, and the cause is
+// Err. While x attaches it returns nothing, so that x attaches through
+// AfterFunc; end sets closedBit before calling f.
 func (w *wheelParent) Value(key any) any {
 	if key != cancelCtxKey {
 		return w.parent.Value(key)
@@ -530,6 +594,10 @@ func (w *wheelParent) Value(key any) any {
 		return nil
 	}
 	switch w.state.Load() & reasonMask {
+	case reasonExpired:
+		if cause := (*timerCtx)(w).expiryCause(); cause != nil {
+			return canceledCause(cause) // asked once, when x is canceled or born so
+		}
 	case reasonParent:
 		return w.parent.Value(key)
 	case reasonStopped:

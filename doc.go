@@ -29,6 +29,35 @@
 //		t.Stop() // the function never runs
 //	}
 //
+// # The default SystemTimer
+//
+// The package-level functions [AfterFunc], [NewTimer], [After],
+// [NewTicker], [Tick], [Sleep], [WithTimeout], [WithDeadline],
+// [WithTimeoutCause] and [WithDeadlineCause] have the signatures of the
+// time and context packages' functions of the same names, so that a
+// program's timers move to the wheel by a change of package name:
+//
+//	t := timingwheel.AfterFunc(30*time.Second, func() { conn.Close() }) // was time.AfterFunc
+//	ctx, cancel := timingwheel.WithTimeout(ctx, 2*time.Second)          // was context.WithTimeout
+//
+// They run on the SystemTimer that [Default] returns, made with the default
+// options on first use and never stopped, as the runtime's timers never
+// stop: a program that does not call them starts nothing for them. With no
+// Stop and no bound, the errors of a SystemTimer's methods cannot happen on
+// it, and the functions return none. [SystemTimer.Stop] panics on it: other
+// packages of the program share it, and could not report [ErrStopped].
+// What a SystemTimer made by [New] has that the default has not: options
+// (the tick, [WithMaxPending]'s bound to shed load, the workers, the panic
+// handler, a clock for tests) and Stop, which ends its goroutines and
+// returns the timers that never ran. The packages built on this one
+// (httptimeout, idleconn, contrib/clock) take a nil *SystemTimer for the
+// default.
+//
+// A test in a testing/synctest bubble needs a SystemTimer made in the
+// bubble, passed to the code under test: the default, made outside, runs
+// its goroutines outside the bubble, which may not use the bubble's
+// channels.
+//
 // # Design
 //
 // A [SystemTimer] keeps its timers in a hierarchy of wheels. A wheel level

@@ -92,3 +92,64 @@ func ExampleSystemTimer_WithTimeout() {
 	}
 	// Output: context deadline exceeded
 }
+
+// A select loop moved from the time package to the wheel. On the time
+// package the loop reads:
+//
+//	import "time"
+//	...
+//	idle := time.NewTimer(200 * time.Millisecond)
+//	defer idle.Stop()
+//	for {
+//		select {
+//		case m := <-msgs:
+//			fmt.Println("got", m)
+//			idle.Reset(200 * time.Millisecond)
+//		case <-idle.C:
+//			fmt.Println("idle: done")
+//			return
+//		}
+//	}
+//
+// The port adds the import and calls timingwheel.NewTimer where the loop
+// called time.NewTimer: the same signature, the same Stop and Reset, the
+// same channel; no SystemTimer to make or pass, no error to check. The
+// durations stay the time package's.
+func Example_selectLoop() {
+	msgs := make(chan string, 3)
+	msgs <- "a"
+	msgs <- "b"
+	msgs <- "c"
+
+	idle := timingwheel.NewTimer(200 * time.Millisecond)
+	defer idle.Stop()
+	for {
+		select {
+		case m := <-msgs:
+			fmt.Println("got", m)
+			idle.Reset(200 * time.Millisecond)
+		case <-idle.C:
+			fmt.Println("idle: done")
+			return
+		}
+	}
+	// Output:
+	// got a
+	// got b
+	// got c
+	// idle: done
+}
+
+// The package-level functions have the signatures of the time and context
+// packages' functions, on the SystemTimer that Default returns.
+func ExampleWithTimeout() {
+	ctx, cancel := timingwheel.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		fmt.Println(ctx.Err())
+	case <-timingwheel.After(time.Minute):
+		fmt.Println("the context never ended")
+	}
+	// Output: context deadline exceeded
+}

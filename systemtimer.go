@@ -97,6 +97,7 @@ type SystemTimer struct {
 	stopped    chan struct{} // closed when the first Stop has finished
 	driverDone chan struct{} // closed when the driver goroutine exits
 	manual     bool
+	isDefault  bool // Default's: Stop panics (see there); set before it is shared
 
 	batch []*Timer // the driver's scratch space for due timers
 	// The driver's own: when it next re-places a chunk of a cascade list
@@ -610,8 +611,21 @@ func (st *SystemTimer) Len() int {
 // return, except a callback that is itself calling Stop. It is idempotent:
 // later calls wait for the first to finish (unless made from a callback) and
 // return nil.
+//
+// Stop panics on the SystemTimer that [Default] returns: that one is shared
+// by every package of the program that uses the package-level functions,
+// which cannot report [ErrStopped], so a Stop by one of them would break
+// all the others, far from the mistake.
 func (st *SystemTimer) Stop() []*Timer {
 	st.mustBeMade("Stop")
+	if st.isDefault {
+		panic("timingwheel: Stop called on the default SystemTimer, which the package-level functions share and which never stops; make a SystemTimer of your own with New to stop it")
+	}
+	return st.stop()
+}
+
+// stop is Stop, for any SystemTimer: the tests stop the default with it.
+func (st *SystemTimer) stop() []*Timer {
 	if !st.closed.CompareAndSwap(false, true) {
 		if !st.pool.OnWorker() {
 			<-st.stopped
@@ -680,6 +694,11 @@ func (st *SystemTimer) Stop() []*Timer {
 		}
 		sh.mu.Unlock()
 	}
+	// Before waiting for the callbacks that run: one of them may wait
+	// for a channel timer (a Sleep) or a context of this SystemTimer, and
+	// would wait for ever if these were ended only after it returned.
+	left = handOver(left)
+	n = len(left)
 	for _, t := range st.pool.Close() {
 		// A run handed to the executor is owed even if the timer was
 		// reset or stopped since, so a run that never started returns
@@ -690,10 +709,13 @@ func (st *SystemTimer) Stop() []*Timer {
 		}
 	}
 	close(st.stopped)
+	return append(left[:n], handOver(left[n:])...)
+}
 
-	// Contexts are not the caller's timers: cancel them, outside any lock.
-	// Nor are the Timers of channel timers: a timer of the clock takes
-	// each over (orphan).
+// handOver ends, outside any lock, the timers of left that are not the
+// caller's, and returns the others, in left's array. Contexts are
+// canceled. A channel timer goes on on a timer of the clock (orphan).
+func handOver(left []*Timer) []*Timer {
 	kept := left[:0]
 	for _, t := range left {
 		switch t.kind {

@@ -333,6 +333,8 @@ func (sh *shard) leavePending(t *Timer, v int64, s uint32) {
 //
 // Reset arms nothing after the SystemTimer is stopped, or when
 // WithMaxPending's bound would be exceeded; [Timer.TryReset] says which.
+// After [SystemTimer.Stop] it returns false, silently, even for a timer
+// that was pending when Stop returned it: the function never runs.
 func (t *Timer) Reset(d time.Duration) bool {
 	was, _ := t.reset(d, "Reset")
 	return was

@@ -8,6 +8,11 @@
 //	defer st.Stop() // after the server has shut down
 //	srv := &http.Server{Handler: httptimeout.New(st, mux, 2*time.Second, "")}
 //
+// A nil st is [timingwheel.Default], the SystemTimer of timingwheel's
+// package-level functions: httptimeout.New(nil, mux, 2*time.Second, "")
+// replaces http.TimeoutHandler(mux, 2*time.Second, "") with nothing to
+// make or stop.
+//
 // # Behaviour
 //
 // A handler from [New] is a drop-in for the one [http.TimeoutHandler] returns

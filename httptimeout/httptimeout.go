@@ -24,15 +24,15 @@ const defaultBody = "<html><head><title>Timeout</title></head><body><h1>Timeout<
 
 // New returns a handler that runs h with the time limit dt, as
 // http.TimeoutHandler(h, dt, msg) does, with the deadline of every request
-// kept on st. If h runs for longer than dt, the client gets 503 Service
+// kept on st, or on timingwheel.Default if st is nil. If h runs for longer than dt, the client gets 503 Service
 // Unavailable with msg as the body (a short HTML page if msg is empty), and
 // h's later writes return [http.ErrHandlerTimeout]. See the package doc for
 // the whole behaviour and the few differences.
 //
-// New panics if st or h is nil.
+// New panics if h is nil.
 func New(st *timingwheel.SystemTimer, h http.Handler, dt time.Duration, msg string) http.Handler {
 	if st == nil {
-		panic("httptimeout: New: nil SystemTimer")
+		st = timingwheel.Default() // as the time package's functions would
 	}
 	if h == nil {
 		panic("httptimeout: New: nil Handler")

@@ -22,9 +22,30 @@ import (
 
 func TestNewPanicsOnNil(t *testing.T) {
 	st := newTimer(t)
-	h := http.NotFoundHandler()
-	assert.PanicsWithValue(t, "httptimeout: New: nil SystemTimer", func() { httptimeout.New(nil, h, time.Second, "") })
 	assert.PanicsWithValue(t, "httptimeout: New: nil Handler", func() { httptimeout.New(st, nil, time.Second, "") })
+}
+
+// TestNewNilTimerIsDefault: New(nil, ...) keeps its deadlines on the
+// default SystemTimer: the handler's context has the deadline, and a
+// handler too slow gets the 503, as with a SystemTimer of one's own.
+func TestNewNilTimerIsDefault(t *testing.T) {
+	before := timingwheel.Default().Stats().Armed
+	release := make(chan struct{})
+	h := httptimeout.New(nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Context().Deadline(); !ok {
+			t.Error("the handler's context has no deadline")
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}), 10*time.Millisecond, "too slow")
+	defer close(release)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Equal(t, "too slow", rec.Body.String())
+	assert.Greater(t, timingwheel.Default().Stats().Armed, before, "the deadline was not armed on the default")
 }
 
 // TestFastPassesThrough: a handler that returns in time gives the client the

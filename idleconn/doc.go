@@ -124,9 +124,10 @@
 //
 // # Errors, limits, and what a Conn is not
 //
-// [Wrap] and [Listen] return errors for bad input: a nil conn, listener or
-// SystemTimer, an idle timeout that is not positive, a nil Option, a slack
-// that is not positive. [Wrap] also returns an error when st cannot arm the
+// [Wrap] and [Listen] take a nil SystemTimer for [timingwheel.Default], as
+// the package-level functions of timingwheel use it. They return errors for
+// bad input: a nil conn or listener, an idle timeout that is not positive,
+// a nil Option, a slack that is not positive. [Wrap] also returns an error when st cannot arm the
 // timer (wrapping [timingwheel.ErrStopped] or
 // [timingwheel.ErrTooManyPending] under [timingwheel.WithMaxPending]); the
 // listener of [Listen] then closes the new connection and returns the error

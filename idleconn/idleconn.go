@@ -49,11 +49,10 @@ func WithSlack(d time.Duration) Option {
 var (
 	errNilConn     = errors.New("idleconn: nil net.Conn")
 	errNilListener = errors.New("idleconn: nil net.Listener")
-	errNilTimer    = errors.New("idleconn: nil SystemTimer")
 	errNilOption   = errors.New("idleconn: nil Option")
 )
 
-func newConfig(st *timingwheel.SystemTimer, idle time.Duration, opts []Option) (config, error) {
+func newConfig(idle time.Duration, opts []Option) (config, error) {
 	c := config{idle: idle}
 	for _, o := range opts {
 		if o == nil {
@@ -62,8 +61,6 @@ func newConfig(st *timingwheel.SystemTimer, idle time.Duration, opts []Option) (
 		o.apply(&c)
 	}
 	switch {
-	case st == nil:
-		return c, errNilTimer
 	case idle <= 0:
 		return c, fmt.Errorf("idleconn: idle timeout %v: it must be positive", idle)
 	case c.slackSet && c.slack <= 0:
@@ -110,17 +107,21 @@ type Conn struct {
 // errors.Is os.ErrDeadlineExceeded, a net.Error whose Timeout is true. The
 // package doc says exactly when and how.
 //
-// The timeout starts now. Wrap returns an error for a nil c or st, an idle
-// timeout that is not positive, or a bad option; and, wrapping
-// timingwheel.ErrStopped or timingwheel.ErrTooManyPending, when st cannot
-// arm the timer. On error, c is left as it was, open.
+// The timeout starts now. A nil st is timingwheel.Default. Wrap returns an
+// error for a nil c, an idle timeout that is not positive, or a bad
+// option; and, wrapping timingwheel.ErrStopped or
+// timingwheel.ErrTooManyPending, when st cannot arm the timer. On error, c
+// is left as it was, open.
 func Wrap(c net.Conn, st *timingwheel.SystemTimer, idle time.Duration, opts ...Option) (*Conn, error) {
 	if c == nil {
 		return nil, errNilConn
 	}
-	cfg, err := newConfig(st, idle, opts)
+	cfg, err := newConfig(idle, opts)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		st = timingwheel.Default()
 	}
 	w, err := wrap(c, st, &cfg)
 	if err != nil {
@@ -335,19 +336,23 @@ func (c *Conn) NetConn() net.Conn { return c.conn }
 // Wrap(conn, st, idle, opts...): one line gives every connection of an
 // http.Server, or of any accept loop, an idle timeout.
 //
-// Listen returns an error for a nil l or st, an idle timeout that is not
-// positive, or a bad option. If st cannot arm the timer of a new
-// connection, Accept closes that connection and returns an error that
-// wraps the timer's: timingwheel.ErrStopped, which ends http.Server's
-// Serve; or timingwheel.ErrTooManyPending, a net.Error whose Temporary
-// method reports true, after which Serve waits a little and accepts again.
+// A nil st is timingwheel.Default. Listen returns an error for a nil l,
+// an idle timeout that is not positive, or a bad option. If st cannot arm
+// the timer of a new connection, Accept closes that connection and returns
+// an error that wraps the timer's: timingwheel.ErrStopped, which ends
+// http.Server's Serve; or timingwheel.ErrTooManyPending, a net.Error whose
+// Temporary method reports true, after which Serve waits a little and
+// accepts again.
 func Listen(l net.Listener, st *timingwheel.SystemTimer, idle time.Duration, opts ...Option) (net.Listener, error) {
 	if l == nil {
 		return nil, errNilListener
 	}
-	cfg, err := newConfig(st, idle, opts)
+	cfg, err := newConfig(idle, opts)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		st = timingwheel.Default()
 	}
 	return &listener{Listener: l, st: st, cfg: cfg}, nil
 }

@@ -420,7 +420,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"nil conn", nil, st, time.Second, nil, "idleconn: nil net.Conn"},
-		{"nil timer", srv, nil, time.Second, nil, "idleconn: nil SystemTimer"},
+		{"nil timer, zero idle", srv, nil, 0, nil, "idleconn: idle timeout 0s: it must be positive"},
 		{"zero idle", srv, st, 0, nil, "idleconn: idle timeout 0s: it must be positive"},
 		{"negative idle", srv, st, -time.Second, nil, "idleconn: idle timeout -1s: it must be positive"},
 		{"nil option", srv, st, time.Second, []idleconn.Option{nil}, "idleconn: nil Option"},
@@ -529,4 +529,39 @@ func TestNoDeadlineSupportSynctest(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNilTimerIsDefault: Wrap and Listen with a nil SystemTimer keep the
+// idle timeouts on timingwheel.Default: a Read blocked past the idle
+// timeout fails as with a SystemTimer of one's own, never early.
+func TestNilTimerIsDefault(t *testing.T) {
+	before := timingwheel.Default().Stats().Armed
+	srv, cli := net.Pipe()
+	defer cli.Close()
+	const idle = 20 * time.Millisecond
+	start := time.Now()
+	c, err := idleconn.Wrap(srv, nil, idle)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.GreaterOrEqual(t, time.Since(start), idle, "the idle timeout cut the Read early")
+	assert.Greater(t, timingwheel.Default().Stats().Armed, before, "the timeout was not armed on the default")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l, err := idleconn.Listen(ln, nil, idle)
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		if d, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer d.Close()
+			d.Read(make([]byte, 1)) // until the server side is closed
+		}
+	}()
+	ac, err := l.Accept()
+	require.NoError(t, err)
+	defer ac.Close()
+	_, err = ac.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "an accepted conn's Read")
 }

@@ -5,11 +5,15 @@ import (
 	"time"
 
 	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/defaulttimer"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The default SystemTimer (Wrap and Listen with a nil one) never stops in
+// a program: it is stopped after the tests, so that goleak reports only
+// real leaks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(defaulttimer.Main(m)) }
 
 // tick is the tick of the SystemTimers of the tests: New's default.
 const tick = time.Millisecond

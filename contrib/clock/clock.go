@@ -21,10 +21,11 @@ type K8s struct {
 	st *timingwheel.SystemTimer
 }
 
-// NewK8s returns a K8s clock whose timers run on st. It panics if st is nil.
+// NewK8s returns a K8s clock whose timers run on st, or on
+// timingwheel.Default if st is nil.
 func NewK8s(st *timingwheel.SystemTimer) *K8s {
 	if st == nil {
-		panic("twclock: NewK8s: nil *timingwheel.SystemTimer")
+		st = timingwheel.Default()
 	}
 	return &K8s{st: st}
 }
@@ -67,11 +68,11 @@ type Clockwork struct {
 	st *timingwheel.SystemTimer
 }
 
-// NewClockwork returns a Clockwork clock whose timers run on st. It panics
-// if st is nil.
+// NewClockwork returns a Clockwork clock whose timers run on st, or on
+// timingwheel.Default if st is nil.
 func NewClockwork(st *timingwheel.SystemTimer) *Clockwork {
 	if st == nil {
-		panic("twclock: NewClockwork: nil *timingwheel.SystemTimer")
+		st = timingwheel.Default()
 	}
 	return &Clockwork{st: st}
 }

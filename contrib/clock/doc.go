@@ -7,6 +7,10 @@
 //	var c clock.WithTickerAndDelayedExecution = twclock.NewK8s(st) // k8s.io/utils/clock
 //	var w clockwork.Clock = twclock.NewClockwork(st)               // github.com/jonboulle/clockwork
 //
+// A nil st is timingwheel.Default, the SystemTimer of timingwheel's
+// package-level functions: NewK8s(nil) is the one-line migration of a
+// clock.RealClock.
+//
 // It lives in a module of its own, so that the timingwheel module requires
 // neither k8s.io/utils nor clockwork. Its package name is not clock, so that
 // it does not collide with k8s.io/utils/clock in the importing file. Both

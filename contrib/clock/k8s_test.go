@@ -314,3 +314,25 @@ func TestK8sRealClock(t *testing.T) {
 		t.Errorf("Sleep(5ms) returned after %v: early", got)
 	}
 }
+
+// TestNilIsDefault: NewK8s(nil) and NewClockwork(nil) run their timers on
+// timingwheel.Default, never early, on the real clock.
+func TestNilIsDefault(t *testing.T) {
+	before := timingwheel.Default().Stats().Armed
+	const d = 5 * time.Millisecond
+	k := twclock.NewK8s(nil)
+	start := time.Now()
+	recv(t, "K8s NewTimer(5ms)", k.NewTimer(d).C())
+	if got := time.Since(start); got < d {
+		t.Errorf("K8s NewTimer(5ms) delivered after %v: early", got)
+	}
+	cw := twclock.NewClockwork(nil)
+	start = time.Now()
+	cw.Sleep(d)
+	if got := time.Since(start); got < d {
+		t.Errorf("Clockwork Sleep(5ms) returned after %v: early", got)
+	}
+	if after := timingwheel.Default().Stats().Armed; after < before+2 {
+		t.Errorf("the default armed %d timers, want the 2 of the adapters at least", after-before)
+	}
+}

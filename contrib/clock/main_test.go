@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/defaulttimer"
 	"go.uber.org/goleak"
 )
 
@@ -15,8 +16,11 @@ import (
 // the 10s bound of recv, at once. One test per adapter runs on the real
 // clock, with the same bound.
 
+// The default SystemTimer (NewK8s(nil), NewClockwork(nil)) never stops in
+// a program: it is stopped after the tests, so that goleak reports only
+// real leaks.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(defaulttimer.Main(m))
 }
 
 // tick is the wheel's tick (timingwheel's default): a timer delivers in

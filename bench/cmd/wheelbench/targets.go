@@ -183,7 +183,7 @@ func relative(metric, base string, bound float64) func(CaseResult, []CaseResult)
 		if err != nil {
 			return false, "", err
 		}
-		return q <= bound, formatQuotient(q), nil
+		return q <= bound, formatQuotient(q, base), nil
 	}
 }
 
@@ -194,14 +194,15 @@ func below(metric, base string) func(CaseResult, []CaseResult) (bool, string, er
 		if err != nil {
 			return false, "", err
 		}
-		return q < 1, formatQuotient(q), nil
+		return q < 1, formatQuotient(q, base), nil
 	}
 }
 
-// formatQuotient writes q, this library's figure ÷ base's, and the ratio
-// the table shows, base's ÷ this library's.
-func formatQuotient(q float64) string {
-	return fmt.Sprintf("%s× (table: %s×)", formatDecimal(q), formatDecimal(1/q))
+// formatQuotient writes q, this library's figure ÷ base's, as one ratio
+// whose direction it states. (The tables print each peer's figure ÷ this
+// library's; a verdict line printed both, which pointed opposite ways.)
+func formatQuotient(q float64, base string) string {
+	return fmt.Sprintf("%s ÷ %s = %s× (lower is better)", impls[0].Name, base, formatDecimal(q))
 }
 
 // ratioTo returns this library's figure ÷ base's.
@@ -380,8 +381,8 @@ func noWorseThanAtOne(metric, base, op string) func(CaseResult, []CaseResult) (b
 		if err != nil {
 			return false, "", fmt.Errorf("k=1: %v", err)
 		}
-		return q <= q1, fmt.Sprintf("%s× here, %s× at k=1 (table: %s×, %s×)",
-			formatDecimal(q), formatDecimal(q1), formatDecimal(1/q), formatDecimal(1/q1)), nil
+		return q <= q1, fmt.Sprintf("%s ÷ %s = %s× here, %s× at k=1 (lower is better)",
+			impls[0].Name, base, formatDecimal(q), formatDecimal(q1)), nil
 	}
 }
 
@@ -450,7 +451,7 @@ func judge(wl *Workload, cases []CaseResult) []Verdict {
 				fig, why = t.Unshown(t, cases)
 			}
 			if fig == "" {
-				fig, why = notShown(t, cases), notAtSize
+				fig, why = notShown(t, cases)+missedSmaller(t, cases), notAtSize
 			}
 			vs = append(vs, Verdict{wl.Name, t.At, t.What, markNotShown, fig, why})
 		}
@@ -475,6 +476,37 @@ func notShown(t Target, cases []CaseResult) string {
 	return "this run's sizes are " + strings.Join(ran, ", ")
 }
 
+// missedSmaller returns, for a target t stated at a size this run lacks,
+// the figure of the largest size of the run at which the same case misses
+// t, or "". A target missed at the quick size is the likelier missed at
+// its own, and a bare "–" would hide that. The same case at another size
+// is the case's label with the size (its first word) replaced by t's.
+func missedSmaller(t Target, cases []CaseResult) string {
+	size, _, _ := strings.Cut(t.At, " ")
+	size = strings.TrimSuffix(size, ",")
+	if t.Match == nil || t.Eval == nil || size == "" {
+		return ""
+	}
+	out := ""
+	for _, cr := range cases {
+		l := cr.Case.Label
+		i := strings.IndexAny(l, " ,")
+		if i < 0 {
+			i = len(l)
+		}
+		if l[:i] == size || !t.Match(size+l[i:]) {
+			continue
+		}
+		met, fig, err := t.Eval(cr, cases)
+		if err != nil || met {
+			out = "" // the largest size decides
+			continue
+		}
+		out = "; missed at " + l[:i] + ": " + fig
+	}
+	return out
+}
+
 // writeVerdicts writes the summary that ends a run: a line per verdict,
 // and a count of each kind.
 func writeVerdicts(w io.Writer, vs []Verdict) {
@@ -483,7 +515,8 @@ func writeVerdicts(w io.Writer, vs []Verdict) {
 	}
 	fmt.Fprintf(w, "targets (bench/README.md, \"Workloads and targets\"): %s met, %s missed, %s not shown by this run;\n",
 		markMet, markMissed, markNotShown)
-	fmt.Fprintf(w, "a ratio here is timingwheel's figure ÷ the other's or the bound, lower is better\n\n")
+	fmt.Fprintf(w, "a ratio here is timingwheel's figure ÷ the other's or the bound, lower is better;\n")
+	fmt.Fprintf(w, "a target not shown at its size says so when this run misses it at a smaller one\n\n")
 	wWl, wCase, wWhat := 0, 0, 0
 	for _, v := range vs {
 		wWl = max(wWl, utf8.RuneCountInString(v.Workload))

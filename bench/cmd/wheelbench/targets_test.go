@@ -62,9 +62,12 @@ func TestJudgeQuickChurn(t *testing.T) {
 			t.Errorf("%s: got %s %q, want %s and %q", key, v.Mark, v.Figure, mark, figure)
 		}
 	}
-	check("N=1M ns/pair ≤ 0.2 × time.AfterFunc's", markMissed, "0.36× (table: 2.79×)")
-	check("N=10M ns/pair ≤ 0.2 × time.AfterFunc's", markNotShown, "the quick sizes are N=100k, N=1M; -full runs N=10M")
-	check("N=10M ns/pair ≤ 60", markNotShown, "-full")
+	check("N=1M ns/pair ≤ 0.2 × time.AfterFunc's", markMissed, "timingwheel ÷ time.AfterFunc = 0.36× (lower is better)")
+	// A target not shown at its size, missed at the largest quick size:
+	// the line says so, with the figure there.
+	check("N=10M ns/pair ≤ 0.2 × time.AfterFunc's", markNotShown,
+		"the quick sizes are N=100k, N=1M; -full runs N=10M; missed at N=1M: timingwheel ÷ time.AfterFunc = 0.36× (lower is better)")
+	check("N=10M ns/pair ≤ 60", markNotShown, "-full runs N=10M; missed at N=1M: 102 = 1.70× the bound")
 	check("N=100k allocs/pair ≤ 1, the Timer: Stop allocates nothing", markMet, "1.00")
 	check("N=1M allocs/pair ≤ 1, the Timer: Stop allocates nothing", markMet, "1.00")
 	if len(vs) != 5 {
@@ -83,8 +86,25 @@ func TestJudgeQuickChurn(t *testing.T) {
 		}
 	}
 	for line := range strings.Lines(out) {
-		if strings.Contains(line, "ns/op") {
+		if strings.Contains(line, "ns/op") || strings.Contains(line, "table:") {
 			t.Errorf("line %q", line)
+		}
+	}
+}
+
+// TestJudgeQuickMetAtSmallerSize: a target not shown at its size and met
+// at the largest quick size is a bare "–", with the sizes and the flag; the
+// largest size decides, not a smaller one that misses.
+func TestJudgeQuickMetAtSmallerSize(t *testing.T) {
+	runProfile = Quick
+	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "churn" })]
+	vs := judge(wl, []CaseResult{
+		churnCase("N=100k", 90, 1, 200), // 0.45×: missed at 100k
+		churnCase("N=1M", 50, 1, 285),   // 0.18×: met at 1M
+	})
+	for _, v := range vs {
+		if v.Case == "N=10M" && strings.Contains(v.Figure, "missed at") {
+			t.Errorf("%s: %q, want no figure of a smaller size", v.What, v.Figure)
 		}
 	}
 }
@@ -146,6 +166,34 @@ func TestJudgeMemoryAsPrinted(t *testing.T) {
 			{Impl: timingwheelSpec.Name, Metrics: []Metric{{Name: "B/timer", Value: c.bytes}}}}}
 		if vs := judge(wl, []CaseResult{cr}); len(vs) != 1 || vs[0].Mark != c.mark {
 			t.Errorf("%v B/timer: got %+v, want %s", c.bytes, vs, c.mark)
+		}
+	}
+}
+
+// TestJudgeQuickStorm: the storm targets are stated at M=1M; a quick run
+// at M=200k whose p99 misses 2ms says so beside the "–", and the ones it
+// meets (early = 0) stay bare.
+func TestJudgeQuickStorm(t *testing.T) {
+	runProfile = Quick
+	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "storm" })]
+	cr := CaseResult{Case: Case{Label: "M=200k in [1s,2s]"}, Results: []Result{
+		{Impl: timingwheelSpec.Name, Metrics: []Metric{
+			{Name: "early", Value: 0}, {Name: "p99 late", Value: 2.38e6},
+			{Name: "max late", Value: 4e6}, {Name: "CPU", Value: 2e8}}},
+	}}
+	got := map[string]string{}
+	for _, v := range judge(wl, []CaseResult{cr}) {
+		if v.Mark != markNotShown {
+			t.Errorf("%s: %s, want %s: the target is stated at M=1M", v.What, v.Mark, markNotShown)
+		}
+		got[v.What] = v.Figure
+	}
+	if f := got["p99 late ≤ 2ms"]; !strings.HasSuffix(f, "; missed at M=200k: 2.38ms = 1.19× the bound") {
+		t.Errorf("p99: %q", f)
+	}
+	for _, what := range []string{"early = 0", "max late ≤ 5ms", "CPU ≤ 1s"} {
+		if f := got[what]; strings.Contains(f, "missed at") {
+			t.Errorf("%s: %q, met at M=200k", what, f)
 		}
 	}
 }
