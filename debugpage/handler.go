@@ -64,6 +64,7 @@ type Handler struct {
 	running bool          // the sampler goroutine runs
 	seen    time.Time     // the last request's time
 	done    chan struct{} // closed when the running sampler has exited
+	stop    chan struct{} // closed by Close to stop it; nil once closed
 }
 
 // New returns a Handler with nothing added, or an error naming the first
@@ -178,8 +179,24 @@ func (h *Handler) looked() {
 		return
 	}
 	h.running = true
-	h.done = make(chan struct{})
-	go h.sample(h.done)
+	h.done, h.stop = make(chan struct{}), make(chan struct{})
+	go h.sample(h.done, h.stop)
+}
+
+// Close stops the sampler, if it runs, drops its histories, and waits
+// until its goroutine has exited: for a program that shuts down, or a test
+// that checks for leaked goroutines. A later request starts it again.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	done, running := h.done, h.running
+	if h.stop != nil {
+		close(h.stop)
+		h.stop = nil
+	}
+	h.mu.Unlock()
+	if running {
+		<-done
+	}
 }
 
 var (

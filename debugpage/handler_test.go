@@ -37,17 +37,6 @@ func (h *Handler) sampling() bool {
 	return h.running
 }
 
-// quiesce stops h's sampler, if it runs, and waits until it has exited.
-func (h *Handler) quiesce() {
-	h.mu.Lock()
-	h.seen = time.Time{}
-	done, running := h.done, h.running
-	h.mu.Unlock()
-	if running {
-		<-done
-	}
-}
-
 // An op waits until ready, or times out.
 type op struct {
 	purgatory.Op
@@ -105,7 +94,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) close() {
-	f.h.quiesce()
+	f.h.Close()
 	f.p.Close()
 	f.st.Stop()
 }
@@ -292,7 +281,17 @@ func TestSamplerLifetime(t *testing.T) {
 		time.Sleep(f.h.interval)
 		synctest.Wait()
 		assert.Len(t, decode(t, get(f.h, "/debug/timingwheel/json")).Timers[0].History, 1, "the old history was dropped")
-		f.h.quiesce()
+
+		// Close stops it at once, without waiting for the idle time.
+		done = f.h.done
+		f.h.Close()
+		assert.False(t, f.h.sampling())
+		select {
+		case <-done:
+		default:
+			t.Fatal("Close returned before the sampler exited")
+		}
+		f.h.Close() // again: nothing to stop
 	})
 }
 
@@ -343,7 +342,7 @@ func TestEmpty(t *testing.T) {
 		d := decode(t, get(h, "/x/json"))
 		assert.Empty(t, d.Timers)
 		assert.Empty(t, d.Purgatories)
-		h.quiesce()
+		h.Close()
 	})
 }
 
@@ -364,7 +363,7 @@ func TestRegister(t *testing.T) {
 		require.Len(t, d.Purgatories, 1)
 		assert.Equal(t, "registered-p", d.Purgatories[0].Name)
 		h := Default()
-		h.quiesce()
+		h.Close()
 		h.mu.Lock() // so that -count=2 can add them again
 		h.timers, h.purgs = nil, nil
 		h.mu.Unlock()

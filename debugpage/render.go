@@ -130,10 +130,10 @@ func esc(s string) string { return template.HTMLEscapeString(s) }
 
 func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
-// niceMax returns a round number at or above v (at least 1): 1, 2 or 5
-// times a power of ten.
+// niceMax returns a round number at or above v: 1, 2 or 5 times a power
+// of ten; 1 for v <= 0.
 func niceMax(v float64) float64 {
-	if v <= 1 {
+	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
@@ -162,7 +162,7 @@ func bars(b *strings.Builder, labels []string, values []float64, titles []string
 	for _, v := range values {
 		top = max(top, v)
 	}
-	top = niceMax(top)
+	top = niceMax(max(top, 1))
 	for _, f := range []float64{0, 0.5, 1} {
 		y := float64(marginT) + float64(plotH)*(1-f)
 		fmt.Fprintf(b, `<line class="grid" x1="%d" x2="%d" y1="%s" y2="%s"/>`, marginL, marginL+plotW, f1(y), f1(y))
@@ -183,21 +183,35 @@ func bars(b *strings.Builder, labels []string, values []float64, titles []string
 	fmt.Fprintf(b, `<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>`, marginL, marginL+plotW, marginT+plotH, marginT+plotH)
 }
 
+// short formats d, a bound of the due chart, in its largest unit: 500ms,
+// 30s, 2m, 6h, 10d.
+func short(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if d >= u.d && d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return d.String()
+}
+
 func dueChart(t timerData) template.HTML {
 	labels := make([]string, len(t.Due))
 	titles := make([]string, len(t.Due))
 	for i := range t.Due {
 		switch {
 		case i == 0:
-			labels[i] = "≤" + time.Duration(t.DueBounds[0]).String()
+			labels[i] = "≤" + short(time.Duration(t.DueBounds[0]))
 		case i == len(t.DueBounds):
-			labels[i] = ">" + time.Duration(t.DueBounds[i-1]).String()
+			labels[i] = ">" + short(time.Duration(t.DueBounds[i-1]))
 		default:
-			labels[i] = time.Duration(t.DueBounds[i]).String()
+			labels[i] = short(time.Duration(t.DueBounds[i]))
 		}
 		titles[i] = fmt.Sprintf("due %s: about %.0f timers", labels[i], t.Due[i])
 		if i > 0 && i < len(t.DueBounds) {
-			titles[i] = fmt.Sprintf("due in %v to %v: about %.0f timers", time.Duration(t.DueBounds[i-1]), time.Duration(t.DueBounds[i]), t.Due[i])
+			titles[i] = fmt.Sprintf("due in %s to %s: about %.0f timers", short(time.Duration(t.DueBounds[i-1])), labels[i], t.Due[i])
 		}
 	}
 	var b strings.Builder
@@ -227,7 +241,7 @@ func keysChart(p purgatoryData) template.HTML {
 	}
 	top := niceMax(float64(p.TopKeys[0].Watched))
 	const left = 140
-	h := float64(chartH-marginT-20) / float64(topKeys)
+	h := min(float64(chartH-marginT-20)/float64(len(p.TopKeys)), 22)
 	for i, kc := range p.TopKeys {
 		y := float64(marginT) + h*float64(i)
 		w := float64(chartW-left-marginR) * float64(kc.Watched) / top

@@ -102,14 +102,33 @@ type purgatorySource struct {
 
 // sample takes a sample every interval until nobody has looked for idle,
 // then drops the histories and closes done.
-func (h *Handler) sample(done chan struct{}) {
+func (h *Handler) sample(done, stop chan struct{}) {
 	defer close(done)
 	tk := time.NewTicker(h.interval)
 	defer tk.Stop()
 	gc := newGCCounter()
 	for h.takeSample(gc) {
-		<-tk.C
+		select {
+		case <-tk.C:
+		case <-stop:
+			h.mu.Lock()
+			h.stopped()
+			h.mu.Unlock()
+			return
+		}
 	}
+}
+
+// stopped drops the histories and notes that the sampler no longer runs.
+// Called with mu held by the sampler goroutine, as it exits.
+func (h *Handler) stopped() {
+	for _, s := range h.timers {
+		s.hist, s.primed = ring[timerPoint]{}, false
+	}
+	for _, s := range h.purgs {
+		s.hist, s.primed = ring[purgatoryPoint]{}, false
+	}
+	h.running, h.stop = false, nil
 }
 
 // takeSample takes a sample of every source, or reports false, and stops
@@ -117,13 +136,7 @@ func (h *Handler) sample(done chan struct{}) {
 func (h *Handler) takeSample(gc *gcCounter) bool {
 	h.mu.Lock()
 	if time.Since(h.seen) > h.idle {
-		for _, s := range h.timers {
-			s.hist, s.primed = ring[timerPoint]{}, false
-		}
-		for _, s := range h.purgs {
-			s.hist, s.primed = ring[purgatoryPoint]{}, false
-		}
-		h.running = false
+		h.stopped()
 		h.mu.Unlock()
 		return false
 	}
