@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -40,9 +41,11 @@ type DueProfile struct {
 // rest (Due is empty when only they are pending).
 //
 // It takes each shard's lock in turn, for a walk over the shard's buckets
-// (not its timers): a few microseconds with the default wheel size, as
-// for Stats, whatever the number of timers. The sharing out happens after
-// the lock is released.
+// (not its timers), so its cost grows with the buckets in use, not with
+// the timers: with the default wheel size and a million timers spread
+// over a day, about 10µs per shard under the lock and 45µs in all, on a
+// 2-vCPU machine (BenchmarkDueProfile). The sharing out happens after the
+// lock is released.
 func (st *SystemTimer) DueProfile(bounds []time.Duration) DueProfile {
 	st.mustBeMade("DueProfile")
 	for i := 1; i < len(bounds); i++ {
@@ -51,7 +54,10 @@ func (st *SystemTimer) DueProfile(bounds []time.Duration) DueProfile {
 		}
 	}
 	p := DueProfile{Due: make([]float64, len(bounds)+1), Shards: make([]int, len(st.shards))}
-	var spans []dueSpan
+	buf := spanPool.Get().(*[]dueSpan)
+	defer spanPool.Put(buf)
+	spans := *buf
+	defer func() { *buf = spans[:0] }()
 	for i := range st.shards {
 		sh := &st.shards[i]
 		now := st.now()
@@ -77,6 +83,11 @@ func (st *SystemTimer) DueProfile(bounds []time.Duration) DueProfile {
 	}
 	return p
 }
+
+// spanPool holds DueProfile's scratch space: a span per bucket that holds
+// timers, thousands at a million timers, which a page asks for every few
+// seconds.
+var spanPool = sync.Pool{New: func() any { return new([]dueSpan) }}
 
 // A dueSpan is a bucket seen by DueProfile: the due ticks its timers may
 // have, from (inclusive) to (exclusive), and its placed counter.

@@ -155,3 +155,25 @@ func TestSpread(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDueProfile is one DueProfile of a SystemTimer holding n timers
+// spread from a second to a day out, over three levels: it walks buckets,
+// not timers, so its cost grows with the buckets in use, not with n.
+func BenchmarkDueProfile(b *testing.B) {
+	bounds := []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second, 10 * time.Second, time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour}
+	for _, n := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprint("pending=", n), func(b *testing.B) {
+			st := mustNew(b)
+			defer st.Stop()
+			for i := range n {
+				if _, err := st.AfterFunc(time.Second+time.Duration(i)*(24*time.Hour/time.Duration(n)), func() {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				st.DueProfile(bounds)
+			}
+		})
+	}
+}
