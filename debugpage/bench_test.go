@@ -83,11 +83,20 @@ func BenchmarkSample(b *testing.B) {
 	}
 }
 
-// BenchmarkPage is one request of the JSON of a SystemTimer holding n
-// timers, with a full history: what each refresh of an open page costs.
+// BenchmarkPage is one request of the page, or of its JSON, of a
+// SystemTimer holding n timers, with a full history: what each refresh of
+// an open page costs.
 func BenchmarkPage(b *testing.B) {
-	for _, n := range []int{0, 1_000_000} {
-		b.Run(fmt.Sprint("pending=", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n      int
+		target string
+	}{{0, "/debug/timingwheel/"}, {1_000_000, "/debug/timingwheel/"}, {1_000_000, "/debug/timingwheel/json"}} {
+		name := fmt.Sprintf("pending=%d/page=html", c.n)
+		if c.target != "/debug/timingwheel/" {
+			name = fmt.Sprintf("pending=%d/page=json", c.n)
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
 			h, err := New()
 			if err != nil {
 				b.Fatal(err)
@@ -102,7 +111,9 @@ func BenchmarkPage(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				get(h, "/debug/timingwheel/json")
+				if w := get(h, c.target); w.Code != 200 {
+					b.Fatal(w.Code)
+				}
 			}
 		})
 	}

@@ -47,21 +47,27 @@
 //
 // The histories come from a sampler goroutine of the Handler's own,
 // started by the first request and stopped, its histories dropped, once
-// no request has come for 60 intervals (and at least 30 seconds). With
-// nobody looking there is no goroutine and no sampling: a Handler costs
-// nothing until its page is opened. While it runs, it takes a sample every
-// interval (a second by default, [WithInterval]), 300 of them kept:
-// each sample calls Stats on every SystemTimer, which locks each shard in
-// turn for as long as placing the timers armed since the driver last did
-// (usually none) takes, and Stats on every Purgatory, which takes the
-// lock of its completions briefly. AfterFunc, Stop and Reset to a later
-// deadline take no lock, and do not wait for the sampler; a Stop of a
-// pending timer, a Reset to an earlier deadline and the driver may wait
-// for a shard's lock for as long as a Stats holds it. Each request of the
-// page or of its JSON also calls DueProfile, which locks each shard for a
-// walk of its buckets (not its timers), and TopKeys, which locks each
-// purgatory shard for a walk of its keys.
+// no request has come for 60 intervals (and at least 30 seconds), or by
+// [Handler.Close]. With nobody looking there is no goroutine and no
+// sampling: a Handler costs nothing until its page is opened.
 //
-// BenchmarkChurn measures AfterFunc and Stop of timers with the sampler
-// running and without; see the README for the figures.
+// While it runs, it takes a sample every interval (a second by default,
+// [WithInterval]) and keeps 300. A sample calls Stats on every
+// SystemTimer, which takes each shard's lock in turn and, under it, places
+// the timers armed since the driver last did (usually few), as Len does;
+// and Stats on every Purgatory, which takes the lock that completions of
+// watched operations take, for a copy of a few totals. What takes a
+// shard's lock may wait for a sample meanwhile: Stop of a placed timer,
+// Reset to an earlier deadline, an AfterFunc that finds its shard's stack
+// of new timers long, and the driver. Other AfterFuncs, Stop of a timer not
+// placed yet, and Reset to a later deadline take no lock and never wait
+// for it. Each request of the page or of its JSON also calls DueProfile,
+// which takes each shard's lock for a walk of its buckets (not its
+// timers), and TopKeys, which takes each purgatory shard's lock for a walk
+// of its keys.
+//
+// The figures, and the command that measures them, are in the README
+// (Monitoring, The operator's page): BenchmarkChurn times AfterFunc and
+// Stop with the sampler running and without, BenchmarkSample one sample,
+// BenchmarkPage one request.
 package debugpage

@@ -45,8 +45,9 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithInterval sets how often the sampler takes a sample while someone
 // looks: every second by default. The history holds 300 samples (five
-// minutes at the default), and the page refreshes every 5 intervals, at
-// least every 2 seconds.
+// minutes at the default); the page refreshes every 5 intervals, but not
+// more often than every 2 seconds. An interval that is not positive makes
+// New return an error.
 func WithInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.interval = d })
 }

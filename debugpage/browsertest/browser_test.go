@@ -73,12 +73,13 @@ func run(t *testing.T, bin, url string, flags ...string) string {
 var static = []struct {
 	d time.Duration
 	n int
-	// The chart's bins, by upper bound, that a bucket's width around d
-	// may spread the group over.
+	// The chart's bins, (lo, hi], that hold the group: its bucket's
+	// width, less the time the test has run (two minutes at most), lies
+	// within them.
 	lo, hi time.Duration
 }{
-	{40 * time.Second, 400, 30 * time.Second, 2 * time.Minute},
-	{10 * time.Minute, 300, 5 * time.Minute, 30 * time.Minute},
+	{250 * time.Second, 400, 2 * time.Minute, 5 * time.Minute},
+	{20 * time.Minute, 300, 10 * time.Minute, 30 * time.Minute},
 	{3 * time.Hour, 200, 2 * time.Hour, 6 * time.Hour},
 	{3 * 24 * time.Hour, 100, 2 * 24 * time.Hour, 10 * 24 * time.Hour},
 }
@@ -211,6 +212,7 @@ func TestPageInChromium(t *testing.T) {
 	}
 	defer p.Close()
 	staticN := 0
+	armed := time.Now()
 	for _, g := range static {
 		for range g.n {
 			if _, err := st.AfterFunc(g.d, func() {}); err != nil {
@@ -229,6 +231,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer h.Close()
 	h.AddTimer("timers", st)
 	debugpage.AddPurgatory(h, "fetches", p)
 	mux := http.NewServeMux()
@@ -237,7 +240,8 @@ func TestPageInChromium(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	// Let the sampler gather twenty samples first: the page starts it.
+	// Let the sampler gather 50 samples first (5s of the 30s the charts
+	// show): the page's first request starts it.
 	var bounds []time.Duration
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var d struct {
@@ -255,7 +259,7 @@ func TestPageInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(d.Timers[0].History) >= 20 {
+		if len(d.Timers[0].History) >= 50 {
 			for _, b := range d.Timers[0].DueBounds {
 				bounds = append(bounds, time.Duration(b*1e9).Round(time.Millisecond))
 			}
@@ -343,6 +347,9 @@ func TestPageInChromium(t *testing.T) {
 	// timeouts, so the groups may get less than their count: the page's
 	// doc says so. Allow 25%.
 	due := charts["timer-timers/due"].Bars
+	if el := time.Since(armed); el > 2*time.Minute {
+		t.Fatalf("the page was drawn up to %v after the static timers were armed: too late for their bins", el)
+	}
 	if len(due) != len(bounds)+1 {
 		t.Fatalf("%d bars on the due chart, want %d", len(due), len(bounds)+1)
 	}
@@ -398,7 +405,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, bin, srv.URL+"/debug/timingwheel/", "--window-size=1200,1500", "--screenshot="+shot)
+	run(t, bin, srv.URL+"/debug/timingwheel/", "--window-size=1200,1420", "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +415,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1500 {
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1420 {
 		t.Errorf("screenshot is %v", b)
 	}
 	t.Logf("screenshot: %s", shot)
