@@ -37,12 +37,12 @@ const (
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"dueChart":      dueChart,
-	"latenessChart": func(d pageData, t timerData) template.HTML { return latenessChart(d, t) },
-	"executorChart": func(d pageData, t timerData) template.HTML { return executorChart(d, t) },
-	"lagChart":      func(d pageData, t timerData) template.HTML { return lagChart(d, t) },
+	"latenessChart": latenessChart,
+	"executorChart": executorChart,
+	"lagChart":      lagChart,
 	"shardChart":    shardChart,
 	"keysChart":     keysChart,
-	"outcomeChart":  func(d pageData, p purgatoryData) template.HTML { return outcomeChart(d, p) },
+	"outcomeChart":  outcomeChart,
 	"window":        func(d pageData) time.Duration { return time.Duration(d.Interval) * samples },
 	"dur":           func(s seconds) time.Duration { return time.Duration(s) },
 	"stamp":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },

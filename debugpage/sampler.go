@@ -232,7 +232,6 @@ var dueBounds = []time.Duration{
 type pageData struct {
 	Time        time.Time       `json:"time"`
 	Interval    seconds         `json:"interval"`
-	Sampling    bool            `json:"sampling"` // always true: this request started it, or found it running
 	Timers      []timerData     `json:"timers"`
 	Purgatories []purgatoryData `json:"purgatories"`
 	refresh     int             // seconds between the page's refreshes
@@ -261,7 +260,7 @@ type purgatoryData struct {
 // source if name is empty.
 func (h *Handler) data(name string) pageData {
 	d := pageData{
-		Time: time.Now(), Interval: seconds(h.interval), Sampling: true,
+		Time: time.Now(), Interval: seconds(h.interval),
 		Timers: []timerData{}, Purgatories: []purgatoryData{},
 		refresh: int(max(2*time.Second, 5*h.interval).Round(time.Second) / time.Second),
 	}
