@@ -1,6 +1,7 @@
 package debugpage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -11,16 +12,28 @@ import (
 	"time"
 )
 
+// writeJSON and writeHTML render d in full before they write anything, so
+// that a failure is a 500, not half a page. An error writing the response
+// means the client went away: there is nobody to tell.
+
 func writeJSON(w http.ResponseWriter, d pageData) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		http.Error(w, "debugpage: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(d) //nolint:errcheck // the client went away: nothing to do
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func writeHTML(w http.ResponseWriter, d pageData) {
+	var b bytes.Buffer
+	if err := page.Execute(&b, d); err != nil {
+		http.Error(w, "debugpage: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	page.Execute(w, d) //nolint:errcheck // as above
+	_, _ = b.WriteTo(w)
 }
 
 // Chart sizes, in CSS pixels.

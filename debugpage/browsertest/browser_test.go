@@ -144,13 +144,17 @@ func load(st *timingwheel.SystemTimer, p *purgatory.Purgatory[string], stop <-ch
 				for range len(logs) - k {
 					f := &fetch{Op: purgatory.Op{Timeout: 50 * time.Millisecond}, log: &logs[k]}
 					f.offset = f.log.Load()
-					p.TryCompleteElseWatch(f, "orders-"+strconv.Itoa(k)) //nolint:errcheck // only after Close
+					if _, err := p.TryCompleteElseWatch(f, "orders-"+strconv.Itoa(k)); err != nil {
+						return // closed
+					}
 				}
 			}
 			if i%4 == 0 {
 				for k := range len(logs) / 2 {
 					logs[k].Add(1)
-					p.CheckAndComplete("orders-" + strconv.Itoa(k)) //nolint:errcheck // as above
+					if _, err := p.CheckAndComplete("orders-" + strconv.Itoa(k)); err != nil {
+						return
+					}
 				}
 			}
 		}
@@ -286,7 +290,9 @@ func TestPageInChromium(t *testing.T) {
 	for k, v := range got {
 		if strings.Contains(k, "/stat/") {
 			var f float64
-			json.Unmarshal(v, &f) //nolint:errcheck // checked below, by value
+			if err := json.Unmarshal(v, &f); err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
 			stats[k] = f
 			continue
 		}
