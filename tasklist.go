@@ -18,6 +18,11 @@ type bucket struct {
 	root   lanes // the bucket's timers
 	queued int64 // expiration in the delay queue, in ticks; notQueued if none
 	minD   int64 // no timer in the bucket is due before this tick
+	// placed counts the timers placed in the bucket since it was last
+	// empty and not queued: its timers, and those of them stopped or moved
+	// since, which unlink cannot uncount (a timer does not know its
+	// bucket). SystemTimer.DueProfile weighs buckets by it.
+	placed uint64
 }
 
 // bucketRef is what the delay queue holds: a bucket, its level, and the

@@ -207,6 +207,10 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 			slot = floorMod(vid, sh.st.wheelSize)
 		}
 		b := sh.bucket(lv, slot)
+		if b.queued == notQueued {
+			b.placed = 0 // empty: what it counted has expired
+		}
+		b.placed++
 		b.root.pushBack(t)
 		b.minD = min(b.minD, d)
 		// A bucket of level 0 expires at its tick, when its timers are

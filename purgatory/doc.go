@@ -178,7 +178,10 @@
 // the figures cost no atomic operation of their own. The package
 // github.com/go-timingwheel/timingwheel/expvarstats publishes them with
 // expvar, and the module under contrib/prometheus exports them to
-// Prometheus.
+// Prometheus. [Purgatory.TopKeys] lists the keys with the most watch-list
+// entries, for the operator's page of package
+// github.com/go-timingwheel/timingwheel/debugpage; it walks every key,
+// so call it when someone looks.
 //
 // # Closing
 //

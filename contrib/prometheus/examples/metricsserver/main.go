@@ -1,10 +1,12 @@
 // Command metricsserver serves the figures of a SystemTimer and of a
 // purgatory on loopback while timers fire and operations complete and
-// expire: /metrics for Prometheus, /debug/vars for expvar.
+// expire: /metrics for Prometheus, /debug/vars for expvar, and the
+// operator's page at /debug/timingwheel/ (package debugpage).
 //
 //	go run ./examples/metricsserver -rounds 0     # until interrupted
 //	curl -s localhost:PORT/metrics | grep -v '^#'
 //	curl -s localhost:PORT/debug/vars | jq .timers
+//	open http://localhost:PORT/debug/timingwheel/ in a browser
 //
 // Each round arms 1000 timers, 1 to 20ms, and stops a quarter of them
 // before they fire; and submits 200 fetches on 4 partitions, waiting 10ms
@@ -32,6 +34,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	twprom "github.com/go-timingwheel/timingwheel/contrib/prometheus"
+	"github.com/go-timingwheel/timingwheel/debugpage"
 	"github.com/go-timingwheel/timingwheel/expvarstats"
 	"github.com/go-timingwheel/timingwheel/purgatory"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +82,7 @@ func run(ctx context.Context, addr string, rounds int, out io.Writer, serving fu
 	srv := &http.Server{Handler: d.mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(out, "serving http://%s/metrics and http://%s/debug/vars\n", ln.Addr(), ln.Addr())
+	fmt.Fprintf(out, "serving http://%s/metrics, http://%s/debug/vars and http://%s/debug/timingwheel/\n", ln.Addr(), ln.Addr(), ln.Addr())
 
 	for i := 0; (rounds == 0 || i < rounds) && ctx.Err() == nil; i++ {
 		d.round()
@@ -98,10 +101,11 @@ func run(ctx context.Context, addr string, rounds int, out io.Writer, serving fu
 // A demo holds a SystemTimer and a purgatory of fetches, and serves their
 // figures.
 type demo struct {
-	st  *timingwheel.SystemTimer
-	p   *purgatory.Purgatory[string]
-	mux *http.ServeMux
-	rng *rand.Rand
+	st   *timingwheel.SystemTimer
+	p    *purgatory.Purgatory[string]
+	mux  *http.ServeMux
+	page *debugpage.Handler
+	rng  *rand.Rand
 
 	logs   [partitions]atomic.Int64 // bytes in each partition's log
 	rounds int
@@ -111,8 +115,9 @@ type demo struct {
 // expvar cannot take a name back.
 var published sync.Once
 
-// newDemo returns a demo whose mux serves /metrics and /debug/vars. The
-// expvar variables "timers" and "fetches" are those of the first demo made.
+// newDemo returns a demo whose mux serves /metrics, /debug/vars and
+// /debug/timingwheel/. The expvar variables "timers" and "fetches" are
+// those of the first demo made.
 func newDemo() (*demo, error) {
 	st, err := timingwheel.New()
 	if err != nil {
@@ -137,10 +142,23 @@ func newDemo() (*demo, error) {
 		expvarstats.Publish("fetches", p.Stats)
 	})
 	d.mux.Handle("/debug/vars", expvar.Handler())
+
+	// The page's sampler runs only while someone looks; close stops it.
+	d.page, err = debugpage.New()
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	d.page.AddTimer("timers", st)
+	debugpage.AddPurgatory(d.page, "fetches", p)
+	d.mux.Handle("/debug/timingwheel/", d.page)
 	return d, nil
 }
 
 func (d *demo) close() {
+	if d.page != nil {
+		d.page.Close()
+	}
 	d.p.Close()
 	d.st.Stop()
 }

@@ -115,6 +115,27 @@ fetch_delayed_operations 0
 		assert.Equal(t, uint64(200), vars.Fetches.Lateness.Count)
 		assert.NotEmpty(t, vars.Fetches.Lateness.P99)
 
+		// The operator's page, and its JSON, of both.
+		page := get(t, base+"/debug/timingwheel/")
+		assert.Contains(t, page, "SystemTimer timers")
+		assert.Contains(t, page, "Purgatory fetches")
+		assert.Contains(t, page, `<figure data-chart="due">`)
+		var pageData struct {
+			Timers []struct {
+				Name  string
+				Stats struct{ Fired uint64 }
+			}
+			Purgatories []struct {
+				Name  string
+				Stats struct{ Expired uint64 }
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(get(t, base+"/debug/timingwheel/json")), &pageData))
+		require.Len(t, pageData.Timers, 1)
+		assert.Equal(t, uint64(1500), pageData.Timers[0].Stats.Fired)
+		require.Len(t, pageData.Purgatories, 1)
+		assert.Equal(t, uint64(200), pageData.Purgatories[0].Stats.Expired)
+
 		// These need the executor's figures in Stats.
 		t.Run("executor figures", func(t *testing.T) {
 			assert.Equal(t, 1500.0, sample(t, metrics, "timingwheel_callback_lateness_seconds_count"))

@@ -1,0 +1,73 @@
+// Package debugpage serves an operator's page of SystemTimers and
+// Purgatories: what the timers are doing, at a glance, in a browser,
+// as net/http/pprof serves /debug/pprof/.
+//
+//	debugpage.Register("timers", st)          // on http.DefaultServeMux
+//	debugpage.RegisterPurgatory("fetches", p) // at /debug/timingwheel/
+//
+// or, on a mux of one's own:
+//
+//	h, _ := debugpage.New()
+//	h.AddTimer("timers", st)
+//	debugpage.AddPurgatory(h, "fetches", p)
+//	mux.Handle("/debug/timingwheel/", h)
+//
+// The page is HTML with inline SVG charts, drawn on the server: it needs no
+// JavaScript and fetches nothing from elsewhere. It refreshes itself every
+// few seconds (a meta refresh). "json" beside it serves the same data as
+// JSON; a query name=N narrows either to the SystemTimer or Purgatory
+// added as N. For each SystemTimer it shows its Stats and these charts:
+//
+//   - Pending timers by time to due, in intervals from 1ms to 10 days (a
+//     log axis): from [timingwheel.SystemTimer.DueProfile], which reads
+//     a counter per wheel bucket and never walks the timers. It is an
+//     estimate: each bucket's share of the pending count is spread evenly
+//     over the time its bucket covers, so a timer counts within a bucket's
+//     width of its due time (a tick at level 0, wheelSize^k ticks at level
+//     k); and timers stopped or moved earlier count in the buckets they
+//     left until those expire, so that with many stops the buckets with
+//     more stops per arming show too much, the others too little. The
+//     total is exact.
+//   - Callback lateness per sampling interval: the 50th, 99th and 99.9th
+//     percentiles and the largest, from the difference of Stats.Lateness
+//     between two samples (each the upper bound of a histogram bucket:
+//     at most 12.5% above the true value), with dashed marks at the
+//     samples during which a GC cycle ended (runtime/metrics, the whole
+//     process).
+//   - Executor backlog and helpers, and the driver's lag, as Stats has
+//     them at each sample.
+//   - Pending timers per shard: exact, as of each shard's lock.
+//
+// For each Purgatory it shows its Stats, the 20 keys with the most
+// watch-list entries ([purgatory.Purgatory.TopKeys], stale entries
+// included), and per sampling interval the operations completed in time
+// and those expired.
+//
+// # Sampling, and what it costs
+//
+// The histories come from a sampler goroutine of the Handler's own,
+// started by the first request and stopped, its histories dropped, once
+// no request has come for 60 intervals (and at least 30 seconds), or by
+// [Handler.Close]. With nobody looking there is no goroutine and no
+// sampling: a Handler costs nothing until its page is opened.
+//
+// While it runs, it takes a sample every interval (a second by default,
+// [WithInterval]) and keeps 300. A sample calls Stats on every
+// SystemTimer, which takes each shard's lock in turn and, under it, places
+// the timers armed since the driver last did (usually few), as Len does;
+// and Stats on every Purgatory, which takes the lock that completions of
+// watched operations take, for a copy of a few totals. What takes a
+// shard's lock may wait for a sample meanwhile: Stop of a placed timer,
+// Reset to an earlier deadline, an AfterFunc that finds its shard's stack
+// of new timers long, and the driver. Other AfterFuncs, Stop of a timer not
+// placed yet, and Reset to a later deadline take no lock and never wait
+// for it. Each request of the page or of its JSON also calls DueProfile,
+// which takes each shard's lock for a walk of its buckets (not its
+// timers), and TopKeys, which takes each purgatory shard's lock for a walk
+// of its keys.
+//
+// The figures, and the command that measures them, are in the README
+// (Monitoring, The operator's page): BenchmarkChurn times AfterFunc and
+// Stop with the sampler running and without, BenchmarkSample one sample,
+// BenchmarkPage one request.
+package debugpage
