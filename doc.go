@@ -142,20 +142,38 @@
 // The wheels are kept in shards, as many as GOMAXPROCS rounded up to a
 // power of two (at most 64), each with its own lock and its own lock-free
 // stack of timers armed and not yet placed; the shards share the delay
-// queue and the driver. A timer's shard is chosen by its address when it is
-// made or bound, and kept: a goroutine's timers spread over every shard, and
-// goroutines on different cores meet on a shard's cache lines as often as
-// their timers hash there. Any goroutine may stop, reset or fire any timer.
+// queue and the driver. A timer goes to the shard of the processor (the
+// runtime's P) that makes or binds it, as the Go runtime keeps its timers
+// per P: a goroutine's timers stay on its processor's shard, and goroutines
+// on different processors arm, stop and reset their own timers without
+// meeting on a lock or a cache line. Go gives no processor id outside the
+// runtime, so a token per processor naming a shard is kept in a sync.Pool,
+// which keeps what is put in it per P (about 7ns a timer made); when a
+// processor finds no token (every shard's is out), the timer's address
+// chooses its shard.
 //
-// Placing a timer on the shard of the processor (the runtime's P) that
-// makes it, as the Go runtime keeps its timers per P, was built and
-// measured (a token per P in a sync.Pool: Go gives no processor id outside
-// the runtime), and is not the default: on a 2-core machine it cost about
-// 7ns per timer made and did no better from two goroutines, and a timer
-// bound on an accept loop's goroutine would put every connection's timer on
-// one shard. What it saves, cache lines moving between cores, wants a
-// machine with many cores to measure: BenchmarkParallel runs both
-// placements against the runtime (scripts/scaling makes the table).
+// A timer that is not pending (idle, stopped or fired) moves to the shard
+// of the processor that re-arms it with Reset, so that a connection's timer
+// bound on the accept loop follows the goroutine that serves it. The move
+// is made by the goroutine that owns the timer (the state in which nobody
+// else acts on it), under the old shard's lock, and only when the shard
+// changes: a timer reset again and again on one processor moves once.
+// Whoever holds a shard's lock and finds a timer naming that shard has the
+// timer's shard for as long as it holds the lock (a pending timer names
+// the shard it is pending on: it moves only while not pending). A Ticker's
+// next tick, armed on an executor goroutine, stays where it is; periodic
+// timers and contexts never move. Any goroutine may stop, reset or fire any
+// timer: placement is locality, never correctness. Stats.Migrated counts
+// the moves.
+//
+// What still crosses cores, and is open: one driver goroutine and one
+// delay queue serve every shard, so every expiry and the callbacks it hands
+// over start on the driver's processor; callbacks go through the
+// executor's one lock; WithMaxPending's count is one atomic word; and a
+// processor without a token places by address. BenchmarkParallel runs
+// both placements (wheel, and wheel-address, withAddressShards) against the
+// runtime; scripts/scaling makes the table, and bench/README.md has the
+// 16-core figures.
 //
 // # Callbacks
 //
@@ -227,7 +245,12 @@
 // timingwheel_failpoints tag, the library yields or spins in the windows
 // between a state change and the writes that follow it, so that the tests
 // reach those windows in seconds; without the tag the hooks compile to
-// nothing.
+// nothing. With the tag, a test can also park a goroutine at a named
+// window until it lets it go: the window tests (TestConcurrentWindow...)
+// put the racing operation inside each window that matters, every run. A
+// mutation check (go run ./scripts/mutants) puts plausible bugs into the
+// state machines one at a time and demands that the CI's tests catch each,
+// every time.
 //
 // # Timers in the caller's structs
 //

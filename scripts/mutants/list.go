@@ -131,4 +131,10 @@ var mutants = []mutant{
 		more: []string{"\tfrom.stats.migrated++\n\tfrom.mu.Unlock()", "\tfrom.stats.migrated++"},
 		why:  "a Reset moves a timer to another shard without the old shard's lock",
 	},
+	{
+		name: "no-move", file: "timer.go",
+		old:  "\t\t\tif move {\n",
+		new:  "\t\t\tif false {\n",
+		why:  "a Reset that re-arms a timer on another processor leaves it on its old shard",
+	},
 }
