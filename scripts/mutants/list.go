@@ -133,8 +133,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "no-move", file: "timer.go",
-		old:  "\t\t\tif move {\n",
-		new:  "\t\t\tif false {\n",
-		why:  "a Reset that re-arms a timer on another processor leaves it on its old shard",
+		old: "\t\t\tif move {\n",
+		new: "\t\t\tif false {\n",
+		why: "a Reset that re-arms a timer on another processor leaves it on its old shard",
 	},
 }
