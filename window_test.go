@@ -336,7 +336,7 @@ func placeOn(st *SystemTimer, to **shard) {
 func TestConcurrentWindowMoveVsStop(t *testing.T) {
 	preempting(t) // 8 processors: 8 shards
 	st := mustNew(t, WithTick(time.Millisecond))
-	defer st.Stop()
+	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	a, b := &st.shards[0], &st.shards[1]
 	target := a
 	placeOn(st, &target)
@@ -399,7 +399,7 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 func TestConcurrentWindowStopVsMove(t *testing.T) {
 	preempting(t) // 8 processors: 8 shards
 	st := mustNew(t, WithTick(time.Millisecond))
-	defer st.Stop()
+	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	a, b := &st.shards[0], &st.shards[1]
 	target := a
 	placeOn(st, &target)
@@ -443,7 +443,7 @@ func TestConcurrentWindowStopVsMove(t *testing.T) {
 func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 	preempting(t)
 	st := mustNew(t, WithTick(time.Millisecond))
-	defer st.Stop()
+	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	a, b := &st.shards[0], &st.shards[1]
 	target := a
 	placeOn(st, &target)
@@ -483,7 +483,7 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 // its link while Stop's unlink still reads it).
 func TestConcurrentWindowStopUnlinks(t *testing.T) {
 	st := mustNew(t, WithTick(time.Millisecond), withAddressShards()) // no move: it would wait for the lock Stop holds
-	defer st.Stop()
+	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
 	anchor(t, st)
@@ -515,7 +515,7 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 // still pending. Guards: marking it fired before unlinking it.
 func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 	st := mustNew(t, WithTick(time.Millisecond), withAddressShards()) // no move: it would wait for the lock Stop holds
-	defer st.Stop()
+	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	ran := make(chan struct{}, 4)
 	var tm Timer
 	st.Bind(&tm, func() { ran <- struct{}{} })
