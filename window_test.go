@@ -482,7 +482,8 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 // it (the Reset finds it stopped, re-arms it without the lock and writes
 // its link while Stop's unlink still reads it).
 func TestConcurrentWindowStopUnlinks(t *testing.T) {
-	st := mustNew(t, WithTick(time.Millisecond), withAddressShards()) // no move: it would wait for the lock Stop holds
+	// By address: no move, which would wait for the lock Stop holds.
+	st := mustNew(t, WithTick(time.Millisecond), withAddressShards())
 	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
@@ -514,7 +515,8 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 // under the lock: a Reset to later inside that window postpones a timer
 // still pending. Guards: marking it fired before unlinking it.
 func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
-	st := mustNew(t, WithTick(time.Millisecond), withAddressShards()) // no move: it would wait for the lock Stop holds
+	// By address: no move, which would wait for the lock Stop holds.
+	st := mustNew(t, WithTick(time.Millisecond), withAddressShards())
 	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	ran := make(chan struct{}, 4)
 	var tm Timer
