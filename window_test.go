@@ -326,6 +326,36 @@ func placeOn(st *SystemTimer, to **shard) {
 	st.placeHook = func() *shard { return *to }
 }
 
+// moving is the setup of the tests of a timer moving between shards: a
+// SystemTimer of 8 shards (stopped when the test ends, after its parks are
+// cleared: a parked goroutine may hold a lock Stop takes), whose timers are
+// placed on *target, at first shard a.
+func moving(t *testing.T) (st *SystemTimer, a, b *shard, target **shard) {
+	preempting(t) // 8 processors: 8 shards
+	st = mustNew(t, WithTick(time.Millisecond))
+	t.Cleanup(func() { st.Stop() })
+	a, b = &st.shards[0], &st.shards[1]
+	to := a
+	placeOn(st, &to)
+	return st, a, b, &to
+}
+
+// parkMove starts a Reset of tm to an hour out that moves it to shard to,
+// and parks it after it took the timer (owned) and before the move; it
+// returns the park and a channel closed when the Reset returns.
+func parkMove(t *testing.T, st *SystemTimer, tm *Timer, target **shard, to *shard) (*park, <-chan struct{}) {
+	anchor(t, st)
+	*target = to
+	p := armPark(t, "reset:moving", 1)
+	armed := make(chan struct{})
+	go func() {
+		tm.Reset(time.Hour)
+		close(armed)
+	}()
+	p.wait(t)
+	return p, armed
+}
+
 // TestConcurrentWindowMoveVsStop parks a Reset that re-arms a stopped
 // timer after it took the timer (owned) and before it moves it to another
 // shard; a Stop then must wait for it, and take the timer off the stack of
@@ -334,26 +364,13 @@ func placeOn(st *SystemTimer, to **shard) {
 // later by a drain, after Stop returned true: the library keeps a pointer
 // to a timer its owner may reuse).
 func TestConcurrentWindowMoveVsStop(t *testing.T) {
-	preempting(t) // 8 processors: 8 shards
-	st := mustNew(t, WithTick(time.Millisecond))
-	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
-	a, b := &st.shards[0], &st.shards[1]
-	target := a
-	placeOn(st, &target)
+	st, a, b, target := moving(t)
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
 	if tm.shard() != a {
 		t.Fatal("the hook did not place the timer")
 	}
-	anchor(t, st)
-	target = b
-	moving := armPark(t, "reset:moving", 1)
-	armed := make(chan struct{})
-	go func() {
-		tm.Reset(time.Hour)
-		close(armed)
-	}()
-	moving.wait(t)
+	move, armed := parkMove(t, st, &tm, target, b)
 	waiting := armPark(t, "waitOwned", 1)
 	stopped := make(chan bool, 1)
 	go func() { stopped <- tm.Stop() }()
@@ -364,7 +381,7 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 	case <-time.After(testwait.FailAfter):
 		t.Fatal("Stop neither finished nor waited")
 	}
-	moving.letGo()
+	move.letGo()
 	testwait.Recv(t, armed, "the moving Reset")
 	waiting.letGo()
 	if !testwait.Recv(t, stopped, "Stop") {
@@ -397,12 +414,7 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 // under the wrong lock (the old shard's count and the new shard's lists go
 // wrong).
 func TestConcurrentWindowStopVsMove(t *testing.T) {
-	preempting(t) // 8 processors: 8 shards
-	st := mustNew(t, WithTick(time.Millisecond))
-	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
-	a, b := &st.shards[0], &st.shards[1]
-	target := a
-	placeOn(st, &target)
+	st, a, b, target := moving(t)
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
 	anchor(t, st)
@@ -417,7 +429,7 @@ func TestConcurrentWindowStopVsMove(t *testing.T) {
 	if !tm.Stop() {
 		t.Fatal("Stop of a pending timer returned false")
 	}
-	target = b
+	*target = b
 	tm.Reset(time.Hour) // re-armed on b: moved
 	st.drainShard(b, st.now())
 	if _, s := unpack(tm.w.Load()); s != statePending || tm.shard() != b {
@@ -441,29 +453,16 @@ func TestConcurrentWindowStopVsMove(t *testing.T) {
 // locked Reset that waits for an owned timer under its shard's lock
 // (deadlock with the move).
 func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
-	preempting(t)
-	st := mustNew(t, WithTick(time.Millisecond))
-	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
-	a, b := &st.shards[0], &st.shards[1]
-	target := a
-	placeOn(st, &target)
+	st, _, b, target := moving(t)
 	ran := make(chan struct{}, 4)
 	var tm Timer
 	st.Bind(&tm, func() { ran <- struct{}{} })
-	anchor(t, st)
-	target = b
-	moving := armPark(t, "reset:moving", 1)
-	armed := make(chan struct{})
-	go func() {
-		tm.Reset(time.Hour)
-		close(armed)
-	}()
-	moving.wait(t)
+	move, armed := parkMove(t, st, &tm, target, b)
 	waiting := armPark(t, "waitOwned", 1)
 	now := make(chan bool, 1)
 	go func() { now <- tm.Reset(0) }()
 	waiting.wait(t) // the locked Reset found the timer owned
-	moving.letGo()
+	move.letGo()
 	testwait.Recv(t, armed, "the moving Reset (it takes the old shard's lock)")
 	waiting.letGo()
 	if !testwait.Recv(t, now, "Reset(0)") {
