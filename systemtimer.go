@@ -411,7 +411,7 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 	if when < st.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
-	sh := t.sh // read before the push publishes t: a Ticker's run may re-arm (move) it
+	sh := t.sh // read before the push publishes t: a Reset may move it after
 	t.initQueued(when)
 	if !sh.push(t) {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.

@@ -69,9 +69,15 @@ type Timer struct {
 //     SystemTimer.Stop's) is a compare-and-swap into owned, or into pending
 //     under the shard's lock; its winner owns the links from then on.
 //   - owned: the goroutine whose CAS made it owned holds the timer, to move
-//     it onto its shard's incoming stack or off it, without taking a lock or
-//     blocking; nobody else changes an owned timer: Stop, Reset, the
-//     drainer and SystemTimer.Stop wait for it to leave owned.
+//     it onto its shard's incoming stack or off it, without blocking but for
+//     one thing: a re-arm that moves the timer to another shard (see sh)
+//     takes the old shard's lock for the move, so nobody may wait for an
+//     owned timer while holding a shard's lock (a locked Reset releases it
+//     first). Nobody else changes an owned timer: Stop, Reset, the drainer
+//     and SystemTimer.Stop wait for it to leave owned (the drainer and
+//     SystemTimer.Stop only for timers on the stack they took, which no
+//     mover holds). Its shard is read once it is owned: read before, it may
+//     be stale.
 //     A Reset that re-arms the timer (value: the deadline) writes next,
 //     pushes the timer, and moves it to queued if the push succeeded, or
 //     back to the state it came from if the shard was closed. So a re-armed
@@ -376,7 +382,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 	st := t.shard().st
 	for {
 		w := t.w.Load()
-		sh := t.shard()
+		failpoint("reset:read")
 		switch v, s := unpack(w); s {
 		case statePending:
 			due := st.dueTick(when)
@@ -395,7 +401,9 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			}
 			if t.w.CompareAndSwap(w, pack(when, stateQueued)) {
 				if when < st.wakeAt.Load() {
-					st.drainShard(sh, now)
+					// Its shard now: the word may have come back
+					// to w since it was read, the timer moved.
+					st.drainShard(t.shard(), now)
 				}
 				return s == stateQueued, nil
 			}
@@ -408,6 +416,11 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			if !t.w.CompareAndSwap(w, pack(when, stateOwned)) {
 				continue
 			}
+			// Owned: its shard is read now, and stays. Read before the
+			// CAS, it could be stale: the word may have come back to w
+			// (stopped, or fired in the same tick) while another Reset
+			// moved the timer and a Stop stopped it again (ABA).
+			sh := t.shard()
 			// Owned and on no list: it moves to the shard of the
 			// processor that arms it, if that is another one.
 			if move {

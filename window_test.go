@@ -541,3 +541,67 @@ func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 		t.Fatalf("Len = %d, want 1 (the anchor)", n)
 	}
 }
+
+// onStack reports whether tm is on sh's incoming stack.
+func onStack(sh *shard, tm *Timer) bool {
+	for x := sh.incoming.Load(); x != nil && x != closedStack; x = x.next {
+		if x == tm {
+			return true
+		}
+	}
+	return false
+}
+
+// TestConcurrentWindowRearmStaleShard parks a Reset of a stopped timer
+// after it read the state word and before it takes the timer; meanwhile
+// another Reset moves the timer to another shard and a Stop stops it
+// there, so that the word is what the parked Reset read (ABA). The parked
+// Reset then arms the timer where it is now, on its shard's stack, and a
+// Reset(0) after it finds it there. Guards: a re-arm that pushes the timer
+// on the shard it read before it owned the timer (the timer then sits on
+// one shard's stack naming another: the wrong shard's lists and counts,
+// and Reset(0) drains the other shard for ever under its lock).
+func TestConcurrentWindowRearmStaleShard(t *testing.T) {
+	st, a, b, target := moving(t)
+	ran := make(chan struct{}, 4)
+	var tm Timer
+	st.Bind(&tm, func() { ran <- struct{}{} })
+	anchor(t, st)
+	tm.Reset(time.Hour) // on a
+	if !tm.Stop() {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	read := armPark(t, "reset:read", 1)
+	armed := make(chan struct{})
+	go func() {
+		tm.Reset(time.Hour) // the parked Reset, on a's processor
+		close(armed)
+	}()
+	read.wait(t)
+	*target = b
+	tm.Reset(time.Hour) // moved to b
+	if tm.shard() != b {
+		t.Fatal("the Reset did not move the timer")
+	}
+	if !tm.Stop() {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	*target = a // the parked Reset runs on a's processor: it moves the timer back
+	read.letGo()
+	testwait.Recv(t, armed, "the parked Reset")
+	sh := tm.shard()
+	if onStack(a, &tm) && sh != a || onStack(b, &tm) && sh != b {
+		t.Fatalf("the timer is on one shard's stack and names the other")
+	}
+	now := make(chan bool, 1)
+	go func() { now <- tm.Reset(0) }()
+	if !testwait.Recv(t, now, "Reset(0) of the re-armed timer") {
+		t.Fatal("Reset(0) of a timer armed an hour out returned false")
+	}
+	testwait.Recv(t, ran, "the run of Reset(0)")
+	waitIdle(t, st)
+	st.checkInvariants()
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	}
+}

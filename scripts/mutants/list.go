@@ -137,4 +137,11 @@ var mutants = []mutant{
 		new: "\t\t\tif false {\n",
 		why: "a Reset that re-arms a timer on another processor leaves it on its old shard",
 	},
+	{
+		name: "rearm-stale-shard", file: "timer.go",
+		old:  "\t\tfailpoint(\"reset:read\")\n",
+		new:  "\t\tsh := t.shard()\n\t\tfailpoint(\"reset:read\")\n",
+		more: []string{"\t\t\tsh := t.shard()\n\t\t\t// Owned and on no list", "\t\t\t// Owned and on no list"},
+		why:  "a re-arm uses the shard it read before it owned the timer (ABA: moved and stopped meanwhile)",
+	},
 }
