@@ -147,7 +147,7 @@ func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
 				}
 				cmd = command(ctx, filepath.Join(dir, s.dir), "go", append(args, "./...")...)
 			} else {
-				args := []string{"-test.run=" + s.run, "-test.count=1", "-test.failfast", "-test.timeout=" + timeout.String()}
+				args := []string{"-test.run=" + s.run, "-test.count=1", "-test.failfast", "-test.v", "-test.timeout=" + timeout.String()}
 				if s.skip != "" {
 					args = append(args, "-test.skip="+s.skip)
 				}
@@ -181,7 +181,20 @@ func killer(out []byte, stage string) string {
 		}
 		return name + " (" + stage + ")"
 	}
-	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("fatal error:")) {
+	if i := bytes.Index(out, []byte("panic:")); i >= 0 || bytes.Contains(out, []byte("fatal error:")) {
+		// A crash ends the binary before it reports the test: name the
+		// last test that started (-test.v) before it.
+		if i < 0 {
+			i = bytes.Index(out, []byte("fatal error:"))
+		}
+		run := regexp.MustCompile(`=== RUN\s+(\S+)`).FindAllSubmatch(out[:i], -1)
+		if len(run) > 0 {
+			name := string(run[len(run)-1][1])
+			if j := strings.IndexByte(name, '/'); j >= 0 {
+				name = name[:j]
+			}
+			return "a crash in " + name + " (" + stage + ")"
+		}
 		return "a crash (" + stage + ")"
 	}
 	return "exit status (" + stage + ")"
