@@ -35,6 +35,31 @@ func armPark(t *testing.T, name string, n int) *park {
 	return p
 }
 
+// newWindowTimer is the SystemTimer of a window test: manual (no driver
+// and no workers: the test runs what is due with step), so that nothing
+// but the test moves wakeAt. The tests re-arm timers past wakeAt (anchor),
+// on the path without the lock, whose windows they open; a driver could
+// publish a wakeAt read before the anchor was placed (later, which only
+// sends a Reset to the locked path, as is its right) and the Reset would
+// miss the window.
+func newWindowTimer(t *testing.T, opts ...Option) *SystemTimer {
+	t.Helper()
+	return mustNew(t, append([]Option{WithTick(time.Millisecond), withManual()}, opts...)...)
+}
+
+// runDue runs, on the test's goroutine, what is due on st, a window
+// timer, and checks that ran got n runs.
+func runDue(t *testing.T, st *SystemTimer, ran chan struct{}, n int) {
+	t.Helper()
+	st.step()
+	if len(ran) != n {
+		t.Fatalf("%d runs, want %d", len(ran), n)
+	}
+	for range n {
+		<-ran
+	}
+}
+
 // TestConcurrentWindowRearmVsSystemStop parks a re-arm (Reset of a timer that
 // is not pending) between taking the timer (owned) and pushing it on its
 // shard's stack, while SystemTimer.Stop closes every shard; then a second
@@ -48,7 +73,7 @@ func TestConcurrentWindowRearmVsSystemStop(t *testing.T) {
 	for _, from := range []string{"idle", "stopped", "fired"} {
 		for _, other := range []string{"Stop", "Reset"} {
 			t.Run(from+"/"+other, func(t *testing.T) {
-				st := mustNew(t, WithTick(time.Millisecond))
+				st := newWindowTimer(t)
 				var tm Timer
 				ran := make(chan struct{}, 4)
 				st.Bind(&tm, func() { ran <- struct{}{} })
@@ -60,8 +85,7 @@ func TestConcurrentWindowRearmVsSystemStop(t *testing.T) {
 					}
 				case "fired":
 					tm.Reset(0)
-					testwait.Recv(t, ran, "the run of Reset(0)")
-					waitIdle(t, st)
+					runDue(t, st, ran, 1)
 				}
 				anchor(t, st)
 				arming := armPark(t, "reset:arming", 1)
@@ -149,7 +173,7 @@ func errString(err error) string {
 // the timer, which was armed before Stop. Guards: Stop that passes over an
 // owned timer on the stack (it is lost: neither returned nor ever run).
 func TestConcurrentWindowPushedVsSystemStop(t *testing.T) {
-	st := mustNew(t, WithTick(time.Millisecond))
+	st := newWindowTimer(t)
 	var tm Timer
 	ran := make(chan struct{}, 4)
 	st.Bind(&tm, func() { ran <- struct{}{} })
@@ -332,7 +356,7 @@ func placeOn(st *SystemTimer, to **shard) {
 // placed on *target, at first shard a.
 func moving(t *testing.T) (st *SystemTimer, a, b *shard, target **shard) {
 	preempting(t) // 8 processors: 8 shards
-	st = mustNew(t, WithTick(time.Millisecond))
+	st = newWindowTimer(t)
 	t.Cleanup(func() { st.Stop() })
 	a, b = &st.shards[0], &st.shards[1]
 	to := a
@@ -468,8 +492,7 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 	if !testwait.Recv(t, now, "Reset(0)") {
 		t.Fatal("Reset(0) of a timer armed an hour out returned false")
 	}
-	testwait.Recv(t, ran, "the run of Reset(0)")
-	waitIdle(t, st)
+	runDue(t, st, ran, 1)
 	st.checkInvariants()
 }
 
@@ -482,7 +505,7 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 // its link while Stop's unlink still reads it).
 func TestConcurrentWindowStopUnlinks(t *testing.T) {
 	// By address: no move, which would wait for the lock Stop holds.
-	st := mustNew(t, WithTick(time.Millisecond), withAddressShards())
+	st := newWindowTimer(t, withAddressShards())
 	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
@@ -515,7 +538,7 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 // still pending. Guards: marking it fired before unlinking it.
 func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 	// By address: no move, which would wait for the lock Stop holds.
-	st := mustNew(t, WithTick(time.Millisecond), withAddressShards())
+	st := newWindowTimer(t, withAddressShards())
 	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
 	ran := make(chan struct{}, 4)
 	var tm Timer
@@ -534,8 +557,7 @@ func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 	if !testwait.Recv(t, now, "Reset(0)") {
 		t.Fatal("Reset(0) of a pending timer returned false")
 	}
-	testwait.Recv(t, ran, "the run of Reset(0)")
-	waitIdle(t, st)
+	runDue(t, st, ran, 1)
 	st.checkInvariants()
 	if n := st.Len(); n != 1 {
 		t.Fatalf("Len = %d, want 1 (the anchor)", n)
@@ -598,8 +620,7 @@ func TestConcurrentWindowRearmStaleShard(t *testing.T) {
 	if !testwait.Recv(t, now, "Reset(0) of the re-armed timer") {
 		t.Fatal("Reset(0) of a timer armed an hour out returned false")
 	}
-	testwait.Recv(t, ran, "the run of Reset(0)")
-	waitIdle(t, st)
+	runDue(t, st, ran, 1)
 	st.checkInvariants()
 	if n := st.Len(); n != 1 {
 		t.Fatalf("Len = %d, want 1 (the anchor)", n)
