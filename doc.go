@@ -94,9 +94,10 @@
 // chunk a millisecond, sleeping in between, so cascading a bucket of a
 // million timers holds up no callback and takes no processor from them.
 //
-// Timers are spread by address over a few shards, each a complete wheel
-// hierarchy with its own lock, so that goroutines on different cores rarely
-// contend; the shards share the delay queue and the driver. AfterFunc itself
+// Timers are kept in a few shards, each a complete wheel hierarchy with its
+// own lock, a timer on the shard of the processor that arms it, so that
+// goroutines on different cores rarely contend (see Cores); the shards
+// share the delay queue and the driver. AfterFunc itself
 // takes no lock: it pushes the new timer on its shard's lock-free stack, and
 // the driver, or the AfterFunc call that finds the stack long, places the
 // stacked timers in their buckets. The driver publishes the time by which it
