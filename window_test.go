@@ -626,3 +626,40 @@ func TestConcurrentWindowRearmStaleShard(t *testing.T) {
 		t.Fatalf("Len = %d, want 1 (the anchor)", n)
 	}
 }
+
+// TestConcurrentWindowStopBelowTop stops a timer that is on its shard's
+// stack below another (so Stop cannot pop it, and leaves it to a drain
+// under the lock): when Stop returns, the timer is stopped and on no stack,
+// and a Reset then arms it, and it runs. Guards: a drain that passes over a
+// timer stopped on the stack (it stays queued-stopped, on no stack: the
+// next Reset makes it queued on no stack, and it never runs).
+func TestConcurrentWindowStopBelowTop(t *testing.T) {
+	fc := newFakeClock()
+	st := newWindowTimer(t, withAddressShards(), WithClock(fc))
+	t.Cleanup(func() { st.Stop() })
+	anchor(t, st)
+	ran := make(chan struct{}, 4)
+	var below Timer
+	st.Bind(&below, func() { ran <- struct{}{} })
+	sh := below.shard()
+	below.Reset(time.Hour)
+	var above *Timer
+	for above == nil || above.shard() != sh {
+		var err error
+		if above, err = st.AfterFunc(time.Hour, func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !onStack(sh, &below) || sh.incoming.Load() == &below {
+		t.Fatal("the timer is not below the top of its shard's stack: the test no longer tests that path")
+	}
+	if !below.Stop() {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	if _, s := unpack(below.w.Load()); s != stateStopped || onStack(sh, &below) {
+		t.Fatalf("after Stop returned true the timer is in state %d, on the stack: %v; want stopped, off it", s, onStack(sh, &below))
+	}
+	below.Reset(time.Millisecond)
+	fc.Add(2 * time.Millisecond)
+	runDue(t, st, ran, 1)
+}
