@@ -35,6 +35,25 @@ func armPark(t *testing.T, name string, n int) *park {
 	return p
 }
 
+// stopAtEnd stops st when the test ends, after its parks are cleared (a
+// parked goroutine may hold a lock Stop takes). If Stop does not return,
+// a goroutine holds a shard's lock for good (a deadlock the test found):
+// the test fails then instead of hanging, and leaves Stop behind.
+func stopAtEnd(t *testing.T, st *SystemTimer) {
+	t.Cleanup(func() {
+		done := make(chan struct{})
+		go func() {
+			st.Stop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(testwait.FailAfter):
+			t.Error("SystemTimer.Stop did not return: a goroutine holds a shard's lock for good")
+		}
+	})
+}
+
 // newWindowTimer is the SystemTimer of a window test: manual (no driver
 // and no workers: the test runs what is due with step), so that nothing
 // but the test moves wakeAt. The tests re-arm timers past wakeAt (anchor),
@@ -357,7 +376,7 @@ func placeOn(st *SystemTimer, to **shard) {
 func moving(t *testing.T) (st *SystemTimer, a, b *shard, target **shard) {
 	preempting(t) // 8 processors: 8 shards
 	st = newWindowTimer(t)
-	t.Cleanup(func() { st.Stop() })
+	stopAtEnd(t, st)
 	a, b = &st.shards[0], &st.shards[1]
 	to := a
 	placeOn(st, &to)
@@ -506,7 +525,7 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 func TestConcurrentWindowStopUnlinks(t *testing.T) {
 	// By address: no move, which would wait for the lock Stop holds.
 	st := newWindowTimer(t, withAddressShards())
-	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
+	stopAtEnd(t, st)
 	var tm Timer
 	st.Bind(&tm, func() { t.Error("the timer ran") })
 	anchor(t, st)
@@ -539,7 +558,7 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 	// By address: no move, which would wait for the lock Stop holds.
 	st := newWindowTimer(t, withAddressShards())
-	t.Cleanup(func() { st.Stop() }) // after the parks are cleared: a parked goroutine may hold a lock Stop takes
+	stopAtEnd(t, st)
 	ran := make(chan struct{}, 4)
 	var tm Timer
 	st.Bind(&tm, func() { ran <- struct{}{} })
@@ -636,7 +655,7 @@ func TestConcurrentWindowRearmStaleShard(t *testing.T) {
 func TestConcurrentWindowStopBelowTop(t *testing.T) {
 	fc := newFakeClock()
 	st := newWindowTimer(t, withAddressShards(), WithClock(fc))
-	t.Cleanup(func() { st.Stop() })
+	stopAtEnd(t, st)
 	anchor(t, st)
 	ran := make(chan struct{}, 4)
 	var below Timer
