@@ -70,10 +70,10 @@ var mutants = []mutant{
 		why: "a push does not see that SystemTimer.Stop closed the stack",
 	},
 	{
-		name: "relink-count", file: "timingwheel.go",
-		old: "\tif sh.link(t, nowTick) {\n\t\tsh.addPendingOf(t, -1)\n\t\tsh.stats.fired++",
-		new: "\tif sh.link(t, nowTick) {\n\t\tsh.stats.fired++",
-		why: "a timer moved earlier and fired at once stays counted pending",
+		name: "stop-count", file: "timer.go",
+		old: "\tsh.leavePending(t, 0, stateStopped)\n\tsh.addPendingOf(t, -1)\n",
+		new: "\tsh.leavePending(t, 0, stateStopped)\n",
+		why: "a stopped timer stays counted pending (Len, Stats, WithMaxPending's bound)",
 	},
 	{
 		name: "executor-close-drops", file: "internal/executor/executor.go",
