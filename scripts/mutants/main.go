@@ -35,13 +35,15 @@ const concurrency = "Concurrent|Stress|Starvation"
 // A stage is part of one of the CI's commands. The stages run in turn and a
 // run stops at the first that fails: the window tests first, since they
 // kill a mutant of their window in a second, then the package's other
-// tests (deterministic, a minute), then the rest of the suite.
+// tests (deterministic, a minute) and those of the internal packages (the
+// executor's), then the rest of the suite.
 type stage struct {
 	name   string
 	binary string // plain or failpoints: the package's test binary
 	run    string // -test.run
 	skip   string // -test.skip
 	dir    string // for go test stages: the module to test
+	pkgs   string // for go test stages: the packages, if not ./...
 	tags   string
 }
 
@@ -49,6 +51,7 @@ var stages = []stage{
 	{name: "windows, failpoints", binary: "failpoints", run: "Window"},
 	{name: "windows", binary: "plain", run: "Window"},
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
+	{name: "internal packages", dir: ".", pkgs: "./internal/..."},
 	{name: "suite, failpoints", binary: "failpoints", run: concurrency},
 	{name: "suite", binary: "plain", run: concurrency},
 	{name: "conctest, failpoints", dir: "conctest", tags: "timingwheel_failpoints"},
@@ -145,7 +148,11 @@ func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
 				if s.tags != "" {
 					args = append(args, "-tags", s.tags)
 				}
-				cmd = command(ctx, filepath.Join(dir, s.dir), "go", append(args, "./...")...)
+				pkgs := "./..."
+				if s.pkgs != "" {
+					pkgs = s.pkgs
+				}
+				cmd = command(ctx, filepath.Join(dir, s.dir), "go", append(args, pkgs)...)
 			} else {
 				args := []string{"-test.run=" + s.run, "-test.count=1", "-test.failfast", "-test.v", "-test.timeout=" + timeout.String()}
 				if s.skip != "" {
