@@ -183,25 +183,24 @@ func TestConcurrentPairs(t *testing.T) {
 // processor re-arms them, while the others stop, reset and fire them.
 // settle checks what is left, on every shard.
 func TestConcurrentPairsMigrating(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		for i, a := range pairOps {
-			for _, b := range pairOps[i:] {
-				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, false, true) })
-			}
-		}
-	})
+	raceAllPairs(t, false, true)
 }
 
 // TestConcurrentPairsMaxPending is TestConcurrentPairs under WithMaxPending,
 // where every arming takes the lock and counts against the bound: the
 // count must come back to zero.
 func TestConcurrentPairsMaxPending(t *testing.T) {
+	raceAllPairs(t, true, false)
+}
+
+// raceAllPairs races every pair of operations as subtests of t, in one
+// child process, bounded or migrating as racePair takes them.
+func raceAllPairs(t *testing.T, bounded, migrating bool) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
 		for i, a := range pairOps {
 			for _, b := range pairOps[i:] {
-				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, true, false) })
+				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, bounded, migrating) })
 			}
 		}
 	})

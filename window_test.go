@@ -284,6 +284,24 @@ func TestConcurrentWindowMarkedFired(t *testing.T) {
 	}
 }
 
+// tickerPeriod is the period of dueTicker's Ticker.
+const tickerPeriod = 10 * time.Millisecond
+
+// dueTicker returns a Ticker of a manual SystemTimer whose first tick, at
+// w1, is due by the clock and whose second, w1+tickerPeriod, is not.
+func dueTicker(t *testing.T) (tk *Ticker, ct *chanTimer, w1 int64) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(time.Millisecond))
+	tk, err := st.NewTicker(tickerPeriod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct = &tk.ct
+	w1 = ct.when.Load()
+	fc.Add(tickerPeriod)
+	return tk, ct, w1
+}
+
 // TestConcurrentWindowTickerRunABA parks one run of a Ticker's Timer after
 // it read the state word and found its deadline due, while a second run of
 // the same Ticker delivers that deadline and arms the next: the parked run
@@ -291,16 +309,7 @@ func TestConcurrentWindowMarkedFired(t *testing.T) {
 // releases the word with the same generation (the parked run's CAS then
 // succeeds, ABA, and delivers the next tick early).
 func TestConcurrentWindowTickerRunABA(t *testing.T) {
-	fc := newFakeClock()
-	st := newManual(t, fc, WithTick(time.Millisecond))
-	const p = 10 * time.Millisecond
-	tk, err := st.NewTicker(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := &tk.ct
-	w1 := ct.when.Load()
-	fc.Add(p) // W1 is due; W1+p is not
+	tk, ct, w1 := dueTicker(t)
 	due := armPark(t, "chan:due", 1)
 	done := make(chan struct{})
 	go func() {
@@ -311,8 +320,8 @@ func TestConcurrentWindowTickerRunABA(t *testing.T) {
 	ct.fire() // the second run: delivers W1, arms W1+p
 	due.letGo()
 	testwait.Recv(t, done, "the parked run")
-	if got := ct.when.Load(); got != w1+int64(p) {
-		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1: a run delivered a tick before it was due", (got-w1)/int64(p))
+	if got := ct.when.Load(); got != w1+int64(tickerPeriod) {
+		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1: a run delivered a tick before it was due", (got-w1)/int64(tickerPeriod))
 	}
 	if n := len(tk.C); n != 1 {
 		t.Fatalf("%d ticks delivered, want 1", n)
@@ -326,16 +335,7 @@ func TestConcurrentWindowTickerRunABA(t *testing.T) {
 // Guards: a run that delivers although another holds the word (two sends,
 // or a deadline moved twice), and a holder that drops a kick.
 func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
-	fc := newFakeClock()
-	st := newManual(t, fc, WithTick(time.Millisecond))
-	const p = 10 * time.Millisecond
-	tk, err := st.NewTicker(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := &tk.ct
-	w1 := ct.when.Load()
-	fc.Add(p)
+	tk, ct, w1 := dueTicker(t)
 	firing := armPark(t, "chan:fire", 1)
 	done := make(chan struct{})
 	go func() {
@@ -352,8 +352,8 @@ func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
 	}
 	firing.letGo()
 	testwait.Recv(t, done, "the parked run")
-	if got := ct.when.Load(); got != w1+int64(p) {
-		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1", (got-w1)/int64(p))
+	if got := ct.when.Load(); got != w1+int64(tickerPeriod) {
+		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1", (got-w1)/int64(tickerPeriod))
 	}
 	if n := len(tk.C); n != 1 {
 		t.Fatalf("%d ticks delivered, want 1", n)
