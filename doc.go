@@ -151,7 +151,11 @@
 // runtime, so a token per processor naming a shard is kept in a sync.Pool,
 // which keeps what is put in it per P (about 7ns a timer made); when a
 // processor finds no token (every shard's is out), the timer's address
-// chooses its shard.
+// chooses its shard. A token that no processor can reach any more (left
+// in another processor's part of the pool's victim cache after a garbage
+// collection) would keep its shard taken until the next collections; a
+// shard whose token goes unused for a millisecond while a processor has
+// none is dealt anew (tokens.go).
 //
 // A timer that is not pending (idle, stopped or fired) moves to the shard
 // of the processor that re-arms it with Reset, so that a connection's timer

@@ -58,9 +58,10 @@ type SystemTimer struct {
 
 	shards     []shard
 	shardShift uint // a timer's shard by address is the top bits of its address hash
-	// tokens hands out shards to processors: see shardFor and newTokens.
+	// tokens hands out shards to processors: see localShard and tokens.go.
 	tokens    sync.Pool
-	byAddress bool // withAddressShards
+	dealer    *tokenDealer // tokens' New
+	byAddress bool         // withAddressShards
 	// placeHook, set by tests before any timer is made, stands for the
 	// processor's shard in localShard, so that a test decides where a
 	// Reset moves a timer.
@@ -141,7 +142,8 @@ func New(opts ...Option) (*SystemTimer, error) {
 	for i := range st.shards {
 		st.shards[i].init(st)
 	}
-	st.tokens.New = newTokens(st.shards)
+	st.dealer = newTokenDealer(st.shards)
+	st.tokens.New = st.dealer.New
 
 	// A slot per worker, up to 64: callbacks record their lateness in
 	// their goroutine's slot, so that workers on different cores seldom
@@ -298,11 +300,11 @@ func (st *SystemTimer) shardFor(t *Timer) *shard {
 }
 
 // localShard returns the shard of the processor the caller runs on, or
-// def with withAddressShards or when every shard's token is on some other
-// processor. Go offers no processor id outside the runtime; sync.Pool
-// keeps what is put in it per P, so a token per P, naming a shard, is
-// taken from the pool and put back (see newTokens): about 7ns, with no
-// write to memory another processor uses.
+// def with withAddressShards or when the processor holds no shard. Go
+// offers no processor id outside the runtime; sync.Pool keeps what is put
+// in it per P, so a token per P, naming a shard, is taken from the pool and
+// put back (see tokens.go): about 7ns, with no write to memory another
+// processor uses.
 func (st *SystemTimer) localShard(def *shard) *shard {
 	if st.byAddress || len(st.shards) == 1 {
 		return def
@@ -314,45 +316,12 @@ func (st *SystemTimer) localShard(def *shard) *shard {
 	if tok == nil {
 		return def
 	}
+	if !tok.use() {
+		return def // its shard was dealt anew: dropped
+	}
 	sh := tok.sh
 	st.tokens.Put(tok)
 	return sh
-}
-
-// A shardToken is a processor's shard, kept in SystemTimer.tokens.
-type shardToken struct{ sh *shard }
-
-// newTokens returns the New function of SystemTimer.tokens. There is at
-// most one live token per shard, so that two processors never hold one
-// shard: New deals a shard no live token holds, and returns nil if every
-// shard has one (then shardFor falls back to the timer's address, until
-// the pool moves a token to this processor: a goroutine that moved between
-// Get and Put leaves its token on another processor's list, where the next
-// Get on a processor without one steals it). The pool drops a token left
-// unused through two garbage collections; a cleanup then frees its shard
-// for New. (Dealing shards in turn instead gave two processors one shard
-// after such drops, and took away most of the gain: measured.) The flags
-// are a slice of their own, which the cleanups keep alive: a cleanup that
-// kept the SystemTimer alive would keep it for ever.
-func newTokens(shards []shard) func() any {
-	held := make([]atomic.Bool, len(shards))
-	return func() any {
-		// Look before the compare-and-swap: New runs whenever a
-		// processor finds no token, which is often once every shard's
-		// token is out (a token in flight between another goroutine's
-		// Get and Put, or on another processor's private slot, which
-		// cannot be stolen), and a compare-and-swap on each flag from
-		// every processor took over half of the CPU of churn at 16
-		// cores. A load of a flag nobody writes stays in the cache.
-		for i := range held {
-			if !held[i].Load() && held[i].CompareAndSwap(false, true) {
-				tok := &shardToken{&shards[i]}
-				runtime.AddCleanup(tok, func(h *atomic.Bool) { h.Store(false) }, &held[i])
-				return tok
-			}
-		}
-		return nil
-	}
 }
 
 // shardOf returns the shard of t chosen by a hash of its address (the Go

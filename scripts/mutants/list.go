@@ -144,4 +144,16 @@ var mutants = []mutant{
 		more: []string{"\t\t\tsh := t.shard()\n\t\t\t// Owned and on no list", "\t\t\t// Owned and on no list"},
 		why:  "a re-arm uses the shard it read before it owned the timer (ABA: moved and stopped meanwhile)",
 	},
+	{
+		name: "token-never-redealt", file: "tokens.go",
+		old: "\tif c := d.cleared.Load(); c != 0 && now-time.Duration(c) >= strandAfter {",
+		new: "\tif c := d.cleared.Load(); false && c != 0 && now-time.Duration(c) >= strandAfter {",
+		why: "a stranded shard token is never dealt anew: a processor places by another's shard until two collections",
+	},
+	{
+		name: "token-stale-used", file: "tokens.go",
+		old: "\tif tok.slot.cur.Load() != tok.gen {\n\t\treturn false",
+		new: "\tif tok.slot.cur.Load() == 0 {\n\t\treturn false",
+		why: "a token whose shard was dealt anew is still used: two processors share a shard",
+	},
 }
