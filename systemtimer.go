@@ -423,6 +423,7 @@ var closedStack = new(Timer)
 // timer.go). A push reads nothing of the timer below it, which may be
 // popped and reused by its owner meanwhile (see Timer.Stop).
 func (sh *shard) push(t *Timer) bool {
+	touch(sh, "push")
 	for {
 		h := sh.incoming.Load()
 		if h == closedStack {
@@ -443,6 +444,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	}
 	sh := t.sh
 	sh.mu.Lock()
+	touch(sh, "lock")
 	if sh.closed {
 		sh.unlock()
 		return ErrStopped
@@ -486,6 +488,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 // tryReserve takes a place in WithMaxPending's bound, if one is free: a
 // compare-and-swap, so that a failed attempt never inflates the count.
 func (st *SystemTimer) tryReserve() bool {
+	touchShared("pending")
 	for {
 		c := st.pending.Load()
 		if c >= st.maxPending {
@@ -531,6 +534,7 @@ func (st *SystemTimer) pendingBarrier() {
 // drainShard places the timers of sh's incoming stack.
 func (st *SystemTimer) drainShard(sh *shard, now int64) {
 	sh.mu.Lock()
+	touch(sh, "lock")
 	sh.drain(now)
 	sh.unlock()
 }
@@ -541,6 +545,7 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 	nowTick := floorDiv(st.now(), st.tick) // the clock may be the user's: read it with no lock held
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	touch(sh, "lock")
 	if sh.closed {
 		return ErrStopped
 	}

@@ -155,6 +155,7 @@ func (t *Timer) lockShard() *shard {
 		failpoint("lockShard:read")
 		sh.mu.Lock()
 		if t.shard() == sh {
+			touch(sh, "lock")
 			return sh
 		}
 		sh.mu.Unlock() // moved meanwhile
@@ -165,6 +166,7 @@ func (t *Timer) lockShard() *shard {
 // from to shard to, under from's lock (see sh).
 func (t *Timer) moveTo(from, to *shard) {
 	from.mu.Lock()
+	touch(from, "move")
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.sh)), unsafe.Pointer(to))
 	from.stats.migrated++
 	from.mu.Unlock()
@@ -263,6 +265,7 @@ func waitOwned() {
 // head is t, and a CAS pops it. Else the drainer settles it, under the lock.
 func (sh *shard) unstack(t *Timer) {
 	failpoint("unstack:owned")
+	touch(sh, "pop")
 	if sh.incoming.Load() == t {
 		// A drainer that took the stack since clears next atomically.
 		next := (*Timer)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.next))))

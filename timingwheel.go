@@ -287,6 +287,7 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 	sh.stats.armed++
 	if sh.link(t, nowTick) {
 		sh.stats.fired++
+		touchShared("executor")
 		sh.st.pool.Submit(t)
 		return
 	}
@@ -299,8 +300,10 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 func (sh *shard) admitReserved(t *Timer, nowTick int64) {
 	sh.stats.armed++
 	if sh.link(t, nowTick) {
+		touchShared("pending")
 		sh.st.pending.Add(-1)
 		sh.stats.fired++
+		touchShared("executor")
 		sh.st.pool.Submit(t)
 		return
 	}
@@ -314,6 +317,7 @@ func (sh *shard) relink(t *Timer, nowTick int64) {
 	if sh.link(t, nowTick) {
 		sh.addPendingOf(t, -1)
 		sh.stats.fired++
+		touchShared("executor")
 		sh.st.pool.Submit(t)
 	}
 }
@@ -322,6 +326,7 @@ func (sh *shard) relink(t *Timer, nowTick int64) {
 // Called with mu held.
 func (sh *shard) fireNow(t *Timer) {
 	sh.stats.fired++
+	touchShared("executor")
 	sh.st.pool.Submit(t)
 }
 
@@ -388,6 +393,7 @@ func clearNext(t *Timer) {
 func (sh *shard) addPendingOf(t *Timer, n int) {
 	sh.count += n
 	if sh.st.maxPending > 0 && !t.series() {
+		touchShared("pending")
 		sh.st.pending.Add(int64(n))
 	}
 }

@@ -114,8 +114,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "lockshard-no-recheck", file: "timer.go",
-		old: "\t\tif t.shard() == sh {\n\t\t\treturn sh",
-		new: "\t\tif true {\n\t\t\treturn sh",
+		old: "\t\tif t.shard() == sh {\n\t\t\ttouch(sh, \"lock\")\n\t\t\treturn sh",
+		new: "\t\tif true {\n\t\t\ttouch(sh, \"lock\")\n\t\t\treturn sh",
 		why: "Stop or a locked Reset locks the shard it read, though the timer moved meanwhile",
 	},
 	{
@@ -126,8 +126,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "move-no-lock", file: "timer.go",
-		old:  "\tfrom.mu.Lock()\n\tatomic.StorePointer",
-		new:  "\tatomic.StorePointer",
+		old:  "\tfrom.mu.Lock()\n\ttouch(from, \"move\")\n\tatomic.StorePointer",
+		new:  "\ttouch(from, \"move\")\n\tatomic.StorePointer",
 		more: []string{"\tfrom.stats.migrated++\n\tfrom.mu.Unlock()", "\tfrom.stats.migrated++"},
 		why:  "a Reset moves a timer to another shard without the old shard's lock",
 	},
@@ -155,5 +155,11 @@ var mutants = []mutant{
 		old: "\tif tok.slot.cur.Load() != tok.gen {\n\t\treturn false",
 		new: "\tif tok.slot.cur.Load() == 0 {\n\t\treturn false",
 		why: "a token whose shard was dealt anew is still used: two processors share a shard",
+	},
+	{
+		name: "place-by-address", file: "systemtimer.go",
+		old: "\treturn st.localShard(st.shardOf(t))",
+		new: "\treturn st.shardOf(t)",
+		why: "a new timer goes to the shard of its address, not to its processor's",
 	},
 }

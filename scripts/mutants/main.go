@@ -35,8 +35,9 @@ const concurrency = "Concurrent|Stress|Starvation"
 // A stage is part of one of the CI's commands. The stages run in turn and a
 // run stops at the first that fails: the window tests first, since they
 // kill a mutant of their window in a second, then the package's other
-// tests (deterministic, a minute) and those of the internal packages (the
-// executor's), then the rest of the suite.
+// tests (deterministic, a minute), those of the internal packages (the
+// executor's) and the instrumented locality test, then the rest of the
+// suite.
 type stage struct {
 	name   string
 	binary string // plain or failpoints: the package's test binary
@@ -45,6 +46,7 @@ type stage struct {
 	dir    string // for go test stages: the module to test
 	pkgs   string // for go test stages: the packages, if not ./...
 	tags   string
+	noRace bool // for go test stages: without the race detector
 }
 
 var stages = []stage{
@@ -52,6 +54,7 @@ var stages = []stage{
 	{name: "windows", binary: "plain", run: "Window"},
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
 	{name: "internal packages", dir: ".", pkgs: "./internal/..."},
+	{name: "locality", dir: ".", pkgs: ".", tags: "timingwheel_locality", run: "TestLocality", noRace: true},
 	{name: "suite, failpoints", binary: "failpoints", run: concurrency},
 	{name: "suite", binary: "plain", run: concurrency},
 	{name: "conctest, failpoints", dir: "conctest", tags: "timingwheel_failpoints"},
@@ -144,9 +147,15 @@ func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			var cmd *exec.Cmd
 			if s.dir != "" {
-				args := []string{"test", "-race", "-count=1", "-failfast"}
+				args := []string{"test", "-count=1", "-failfast"}
+				if !s.noRace {
+					args = append(args, "-race")
+				}
 				if s.tags != "" {
 					args = append(args, "-tags", s.tags)
+				}
+				if s.run != "" {
+					args = append(args, "-run", s.run)
 				}
 				pkgs := "./..."
 				if s.pkgs != "" {
