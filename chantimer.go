@@ -341,12 +341,9 @@ func (ct *chanTimer) hold() bool {
 	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil || st.closed.Load() {
 		return true // no bound, held, or not on the wheel (see orphan)
 	}
-	if !st.tryReserve() {
-		st.pendingBarrier() // places given back under a lock (see reserveLocked)
-		if !st.tryReserve() {
-			st.rejected.Add(1)
-			return false
-		}
+	if !st.takeFree() && !st.collectAndTake() {
+		st.rejected.Add(1)
+		return false
 	}
 	ct.held.Store(true)
 	return true
@@ -355,7 +352,7 @@ func (ct *chanTimer) hold() bool {
 // releaseHold gives a Ticker's place in the bound back, if it holds one.
 func (ct *chanTimer) releaseHold() {
 	if ct.held.CompareAndSwap(true, false) {
-		ct.t.shard().st.pending.Add(-1)
+		ct.t.shard().st.free.Add(1)
 	}
 }
 

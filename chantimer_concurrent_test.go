@@ -216,7 +216,7 @@ func TestConcurrentChanHammer(t *testing.T) {
 		if st.Len() != 0 {
 			t.Fatalf("Len = %d after both were stopped", st.Len())
 		}
-		if n := st.pending.Load(); n != 0 {
+		if n := st.placesHeld(); n != 0 {
 			t.Fatalf("WithMaxPending's count = %d after both were stopped", n)
 		}
 		tm.Reset(time.Millisecond)
@@ -285,7 +285,7 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 					t.Fatalf("round %d: a tick after Ticker.Stop", round)
 				}
 			}
-			if n := st.pending.Load(); n != 0 {
+			if n := st.placesHeld(); n != 0 {
 				t.Fatalf("round %d: WithMaxPending's count = %d", round, n)
 			}
 			tk := tickers[round%len(tickers)]

@@ -571,7 +571,7 @@ func TestTickerMaxPending(t *testing.T) {
 			t.Fatalf("second ticker under a bound of 2: %v", err)
 		}
 		tk.Stop()
-		if n := st.pending.Load(); n != 1 {
+		if n := st.placesHeld(); n != 1 {
 			t.Fatalf("count after the Ticker's Stop = %d, want 1", n)
 		}
 		tm2, err := st.NewTimer(time.Hour)
@@ -588,7 +588,7 @@ func TestTickerMaxPending(t *testing.T) {
 		<-tk.C
 		tk.Stop()
 		tm.Stop()
-		if n := st.pending.Load(); n != 0 {
+		if n := st.placesHeld(); n != 0 {
 			t.Fatalf("count after every Stop = %d", n)
 		}
 	})

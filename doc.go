@@ -171,11 +171,24 @@
 // timer: placement is locality, never correctness. Stats.Migrated counts
 // the moves.
 //
+// WithMaxPending's places are kept per shard as well: a shard takes them
+// from the one shared count placeBatch (16) at a time and gives back what
+// it holds beyond twice that, so armings and stops on a shard write the
+// shared word about once in 16 (see Bounds for why the bound stays exact).
+//
+// A test proves the locality without a big machine: under the
+// timingwheel_locality build tag, every lock and write of a shard, and
+// every write of memory the shards share, is recorded for the goroutines
+// that ask, and TestLocalityOwnTimers checks that goroutines arming,
+// resetting and stopping their own timers touch their processor's shard
+// only (or, after the scheduler moved a goroutine, the shard its timer was
+// left on: counted).
+//
 // What still crosses cores, and is open: one driver goroutine and one
 // delay queue serve every shard, so every expiry and the callbacks it hands
 // over start on the driver's processor; callbacks go through the
-// executor's one lock; WithMaxPending's count is one atomic word; and a
-// processor without a token places by address. BenchmarkParallel runs
+// executor's one lock; and a processor without a token places by address.
+// BenchmarkParallel runs
 // both placements (wheel, and wheel-address, withAddressShards) against the
 // runtime; scripts/scaling makes the table, and bench/README.md has the
 // 16-core figures.
@@ -281,7 +294,13 @@
 // reports the error, and a context is canceled with it as its cause. A
 // timer already pending is never refused, whatever Reset does to it, and a
 // periodic series holds one place from ScheduleFunc until it ends, during
-// its runs too.
+// its runs too. The bound is exact: an arming refused has collected the
+// places every shard kept free for itself (see Cores), and while few places
+// are left, shards keep none; so a refusal is made only while the bound is
+// reached by timers pending or being armed, but for armings and stops made
+// at the same time. One exception: a periodic timer restarted by Reset
+// after its series ended, which may be refused while other shards keep up
+// to 32 free places each.
 //
 // [SystemTimer.Stop] is idempotent. Once it returns, no callback starts and
 // AfterFunc returns [ErrStopped]. It returns every timer whose callback never

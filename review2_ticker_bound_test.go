@@ -21,7 +21,7 @@ func TestReview2TickerBoundAfterStop(t *testing.T) {
 		t.Fatalf("first NewTicker after Stop: %v", err)
 	}
 	defer a.Stop()
-	if n := st.pending.Load(); n != 0 {
+	if n := st.placesHeld(); n != 0 {
 		t.Errorf("WithMaxPending's count is %d after Stop with no timer on the wheel (Len %d)", n, st.Len())
 	}
 	b, err := st.NewTicker(time.Hour)

@@ -68,7 +68,7 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	if first.IsZero() {
 		return t, nil // idle
 	}
-	if !p.hold() {
+	if !p.hold(true) {
 		return nil, ErrTooManyPending
 	}
 	p.prev = first
@@ -106,14 +106,15 @@ var _ = [1]struct{}{}[unsafe.Offsetof(periodic{}.t)] // t must be the first fiel
 func periodicOf(t *Timer) *periodic { return (*periodic)(unsafe.Pointer(t)) }
 
 // hold takes a place in WithMaxPending's bound for the series, if there is
-// one, and reports false if the bound is reached. Called with t.sh.mu held,
-// or before the timer is armed.
-func (p *periodic) hold() bool {
+// one, and reports false if the bound is reached. Called before the timer
+// is armed, with collect (the places shards cache are collected before a
+// refusal), or with t.sh.mu held, without (see reserve).
+func (p *periodic) hold(collect bool) bool {
 	st := p.t.sh.st
 	if st.maxPending == 0 || p.held {
 		return true
 	}
-	if !st.tryReserve() {
+	if !st.takeFree() && (!collect || !st.collectAndTake()) {
 		st.rejected.Add(1)
 		return false
 	}
@@ -125,7 +126,7 @@ func (p *periodic) hold() bool {
 func (p *periodic) release() {
 	if p.held {
 		p.held = false
-		p.t.sh.st.pending.Add(-1)
+		p.t.sh.st.free.Add(1)
 	}
 }
 
@@ -246,7 +247,7 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	case stateReturned:
 		return false, ErrStopped
 	default: // idle or stopped: the series starts again
-		if !p.hold() {
+		if !p.hold(false) { // under the lock: see reserve
 			return false, ErrTooManyPending
 		}
 	}

@@ -71,10 +71,14 @@ type SystemTimer struct {
 	pool *executor.Pool[*Timer]
 
 	maxPending int64
-	pending    atomic.Int64 // pending timers, kept only with WithMaxPending
-	rejected   atomic.Uint64
-	lateness   []*atomicHistogram // callback start − due time, by executor slot
-	workers    int                // WithWorkers
+	// free is the number of places in WithMaxPending's bound that neither
+	// a timer nor a shard's cache (shard.places) holds; see reserve.
+	free atomic.Int64
+	// lowPlaces: while free is below it, shards cache no places.
+	lowPlaces int64
+	rejected  atomic.Uint64
+	lateness  []*atomicHistogram // callback start − due time, by executor slot
+	workers   int                // WithWorkers
 	// lag is the driver's lag at its last expiry of a level-0 bucket: how
 	// far the clock was past the bucket's time, in ns. Only the driver
 	// writes it.
@@ -142,6 +146,8 @@ func New(opts ...Option) (*SystemTimer, error) {
 	for i := range st.shards {
 		st.shards[i].init(st)
 	}
+	st.free.Store(st.maxPending)
+	st.lowPlaces = int64(nshards) * placeBatch
 	st.dealer = newTokenDealer(st.shards)
 	st.tokens.New = st.dealer.New
 
@@ -456,7 +462,7 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 			return ErrTooManyPending
 		}
 		if sh.closed {
-			st.pending.Add(-1)
+			sh.release(1)
 			sh.unlock()
 			return ErrStopped
 		}
@@ -471,49 +477,136 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 	return nil
 }
 
-// WithMaxPending's count, st.pending, moves in step with the timers' states
-// as every goroutine can see them:
+// WithMaxPending's bound is kept in places: st.free counts those free
+// for any shard, and each shard caches some of its own (shard.places), so
+// that goroutines arming and stopping timers on their own shards do not
+// all write one word: a shard takes placeBatch places from st.free at once
+// and gives back what it holds beyond 2×placeBatch, under its lock, so
+// st.free is written about once per placeBatch armings or stops of a
+// shard. The places a shard caches are free too, and the bound is as
+// exact as one word would make it:
 //
-//   - An arming takes a place (reserve) only while holding its shard's lock,
-//     and the place becomes the timer's own when it is placed
+//   - An arming takes a place (shard.reserve) only while holding its
+//     shard's lock, and the place becomes the timer's own when it is placed
 //     (admitReserved), or is given back before the lock is released: a
 //     place is never counted twice, nor held by an arming that failed.
 //   - A timer leaves pending (stopped, fired, returned by SystemTimer.Stop)
 //     under its shard's lock, and gives its place back under the same hold.
-//   - Before refusing, an arming takes and releases every shard's lock
-//     (pendingBarrier): every timer that left pending before that has given
-//     its place back, so a refusal is only made while the bound is really
-//     reached by timers pending, or being armed, at once.
+//   - Before refusing, an arming takes every shard's lock in turn and moves
+//     the places it caches to st.free (collectPlaces), then tries once
+//     more: every timer that left pending before that has given its place
+//     back, and no shard caches any.
+//   - While st.free is below lowPlaces (placeBatch per shard), shards take
+//     places one at a time and give them straight back to st.free: no
+//     shard caches places taken or given back after collectPlaces passed
+//     it. So a refusal is made only while the bound is reached by timers
+//     pending or being armed, but for armings and stops made while it
+//     collects.
+//
+// One path is approximate: a periodic timer restarted by Reset after its
+// series ended holds its shard's lock and does not collect; it is refused
+// while other shards may cache up to 2×placeBatch free places each. Series
+// (periodic timers and Tickers) take and give back their one place at
+// st.free directly (takeFree).
 
-// tryReserve takes a place in WithMaxPending's bound, if one is free: a
-// compare-and-swap, so that a failed attempt never inflates the count.
-func (st *SystemTimer) tryReserve() bool {
-	touchShared("pending")
+// placeBatch is how many places a shard takes from st.free at once.
+const placeBatch = 16
+
+// reserve takes a place in WithMaxPending's bound for an arming on sh, from
+// its cache or from st.free, and reports false if it finds none (then the
+// caller collects; see reserveLocked). Called with sh.mu held.
+func (sh *shard) reserve() bool {
+	if sh.places > 0 {
+		sh.places--
+		return true
+	}
+	st := sh.st
 	for {
-		c := st.pending.Load()
-		if c >= st.maxPending {
+		f := st.free.Load()
+		if f <= 0 {
 			return false
 		}
-		if st.pending.CompareAndSwap(c, c+1) {
+		take := int64(1)
+		if f >= st.lowPlaces+placeBatch {
+			take = placeBatch
+		}
+		touchShared("pending")
+		if st.free.CompareAndSwap(f, f-take) {
+			sh.places += take - 1
 			return true
 		}
 	}
 }
 
+// release gives n places back: to sh's cache, or to st.free when it is low
+// or the cache is full. Called with sh.mu held.
+func (sh *shard) release(n int64) {
+	st := sh.st
+	if st.free.Load() < st.lowPlaces {
+		touchShared("pending")
+		st.free.Add(n + sh.places)
+		sh.places = 0
+		return
+	}
+	sh.places += n
+	if sh.places > 2*placeBatch {
+		touchShared("pending")
+		st.free.Add(sh.places - placeBatch)
+		sh.places = placeBatch
+	}
+}
+
+// takeFree takes one place from st.free, for a series, if one is there.
+func (st *SystemTimer) takeFree() bool {
+	for {
+		f := st.free.Load()
+		if f <= 0 {
+			return false
+		}
+		touchShared("pending")
+		if st.free.CompareAndSwap(f, f-1) {
+			return true
+		}
+	}
+}
+
+// collectAndTake collects the places every shard caches, and takes one
+// from st.free, for a series, if one is there. Called with no shard lock
+// held.
+func (st *SystemTimer) collectAndTake() bool {
+	st.collectPlaces()
+	return st.takeFree()
+}
+
+// collectPlaces moves the places every shard caches to st.free, taking
+// each shard's lock in turn: every timer that left pending under a lock
+// before it has given its place back. Called with no shard lock held.
+func (st *SystemTimer) collectPlaces() {
+	for i := range st.shards {
+		sh := &st.shards[i]
+		sh.mu.Lock()
+		if sh.places > 0 {
+			st.free.Add(sh.places)
+			sh.places = 0
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // reserveLocked takes a place in the bound for an arming on sh, whose lock
-// the caller holds; if none is free, it releases the lock for a
-// pendingBarrier, takes it again and tries once more. It reports false,
-// counted as a rejection, if the bound is reached. The caller must look at
-// what it read under the lock again if reserveLocked released it: it says
-// so by sh.closed, or the timer's state, having changed.
+// the caller holds; if none is free, it releases the lock to collect the
+// places of every shard, takes it again and tries once more. It reports
+// false, counted as a rejection, if the bound is reached. The caller must
+// look at what it read under the lock again if reserveLocked released it:
+// it says so by sh.closed, or the timer's state, having changed.
 func (st *SystemTimer) reserveLocked(sh *shard) bool {
-	if st.tryReserve() {
+	if sh.reserve() {
 		return true
 	}
 	sh.unlock()
-	st.pendingBarrier()
+	st.collectPlaces()
 	sh.mu.Lock()
-	if st.tryReserve() {
+	if sh.reserve() {
 		return true
 	}
 	st.rejected.Add(1)
@@ -664,7 +757,7 @@ func (st *SystemTimer) stop() []*Timer {
 		}
 		sh.count = 0
 		if st.maxPending > 0 {
-			st.pending.Add(int64(-counted))
+			sh.release(int64(counted))
 		}
 		sh.mu.Unlock()
 	}

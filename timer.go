@@ -543,11 +543,11 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 				return false, false, ErrTooManyPending
 			}
 			if sh.closed {
-				st.pending.Add(-1)
+				sh.release(1)
 				return false, false, ErrStopped
 			}
 			if t.shard() != sh || !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
-				st.pending.Add(-1) // changed while the lock was released
+				sh.release(1) // changed while the lock was released
 				if t.shard() != sh {
 					return false, true, nil // moved: look again, under its new shard's lock
 				}

@@ -67,6 +67,7 @@ type shard struct {
 	cascade [2]lanes
 	never   lanes // timers due at neverTick: no bucket expiry reaches them
 	count   int   // pending timers: linked in a bucket or a list above
+	places  int64 // free places of WithMaxPending's bound this shard keeps (see reserve)
 	stats   shardStats
 	closed  bool // the SystemTimer has stopped
 	wakeDQ  bool // a push made a new delay queue head; wake the poller after unlocking
@@ -300,8 +301,7 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 func (sh *shard) admitReserved(t *Timer, nowTick int64) {
 	sh.stats.armed++
 	if sh.link(t, nowTick) {
-		touchShared("pending")
-		sh.st.pending.Add(-1)
+		sh.release(1)
 		sh.stats.fired++
 		touchShared("executor")
 		sh.st.pool.Submit(t)
@@ -393,8 +393,14 @@ func clearNext(t *Timer) {
 func (sh *shard) addPendingOf(t *Timer, n int) {
 	sh.count += n
 	if sh.st.maxPending > 0 && !t.series() {
-		touchShared("pending")
-		sh.st.pending.Add(int64(n))
+		if n < 0 {
+			sh.release(int64(-n))
+		} else {
+			// Not reached: an arming under the bound reserves its
+			// place first (admitReserved). Counted all the same.
+			touchShared("pending")
+			sh.st.free.Add(int64(-n))
+		}
 	}
 }
 

@@ -162,4 +162,10 @@ var mutants = []mutant{
 		new: "\treturn st.shardOf(t)",
 		why: "a new timer goes to the shard of its address, not to its processor's",
 	},
+	{
+		name: "refuse-without-collect", file: "systemtimer.go",
+		old: "\tsh.unlock()\n\tst.collectPlaces()\n\tsh.mu.Lock()",
+		new: "\tsh.unlock()\n\tsh.mu.Lock()",
+		why: "an arming refuses without collecting the free places other shards cache: the bound refuses early",
+	},
 }
