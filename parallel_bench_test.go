@@ -15,9 +15,9 @@ import (
 // GOMAXPROCS goroutines (b.RunParallel) works on timers of its own, for
 // this package (timers on the shard of the processor that arms them, the
 // default, and placed by address for good, wheel-address: see doc.go,
-// "Cores") and for the runtime
-// in the same run, with nothing else pending but what a case keeps. Run it
-// at several core counts:
+// "Cores"; and for churn, wheel-bounded, under WithMaxPending) and for
+// the runtime in the same run, with nothing else pending but what a case
+// keeps. Run it at several core counts:
 //
 //	go test -run '^$' -bench Parallel -cpu 1,2,4,8,16
 //
@@ -26,13 +26,23 @@ import (
 // output into the scaling table.
 func BenchmarkParallel(b *testing.B) {
 	for _, c := range parallelCases {
-		for _, impl := range []string{"wheel", "wheel-address", "runtime"} {
+		impls := []string{"wheel", "wheel-address", "runtime"}
+		if c.name == "churn" {
+			// Under WithMaxPending every arming and stop takes the
+			// shard's lock and a place of the bound (see doc.go,
+			// "Bounds"): the places are kept per shard.
+			impls = append(impls, "wheel-bounded")
+		}
+		for _, impl := range impls {
 			b.Run(fmt.Sprintf("op=%s/impl=%s", c.name, impl), func(b *testing.B) {
 				var st *timingwheel.SystemTimer
 				if impl != "runtime" {
 					var opts []timingwheel.Option
-					if impl == "wheel-address" { // timers placed by address
+					switch impl {
+					case "wheel-address": // timers placed by address
 						opts = append(opts, timingwheel.WithAddressShards())
+					case "wheel-bounded":
+						opts = append(opts, timingwheel.WithMaxPending(1<<30))
 					}
 					var err error
 					if st, err = timingwheel.New(opts...); err != nil {
