@@ -649,7 +649,11 @@ func (st *SystemTimer) fireNew(t *Timer) error {
 }
 
 // Len returns the number of pending timers: armed, and neither handed to
-// the executor nor stopped.
+// the executor nor stopped. It sums the shards one at a time, each under
+// its lock: while timers are armed and stopped on other goroutines, the sum
+// may count a timer stopped on a shard after Len passed it and another
+// armed on a shard it comes to later, though the two were never pending
+// at once. A count at rest, or a trend, is what it is for.
 func (st *SystemTimer) Len() int {
 	st.mustBeMade("Len")
 	n := 0
