@@ -159,7 +159,7 @@ func runIdleConns(e *Env, cfg idleConnsConfig) error {
 		return errors.New("idleconns: no message was exchanged in the window")
 	}
 	if early > 0 {
-		return fmt.Errorf("idleconns: %d of %d silent connections were cut before their idle time", early, len(late)+early)
+		return fmt.Errorf("idleconns: %d connections were cut before their idle time (silent ones cut late: %d)", early, len(late))
 	}
 	if len(late) != cl.silent {
 		return fmt.Errorf("idleconns: %d of %d silent connections were cut by their idle timeout", len(late), cl.silent)
@@ -196,7 +196,7 @@ type idleConnsServer struct {
 
 	mu        sync.Mutex // guards the fields below
 	late      []int64    // silent connections: cut − (last Write's start + idle), ns
-	early     int        // silent connections cut before their idle time
+	early     int        // connections cut before their idle time, silent or not
 	activeCut int        // active connections cut
 }
 
@@ -240,10 +240,13 @@ func (s *idleConnsServer) acceptLoop() {
 }
 
 // echo echoes what the client sends until it hangs up or the connection is
-// cut. A client that will fall silent says so in its first message; for
-// those only, the server reads the clock before each Write (which the
-// wrapper's push-back follows, and the baseline's SetReadDeadline too), to
-// measure how late the cut comes.
+// cut. A client that will fall silent says so in its first message. The
+// server reads the clock before each Write (which the wrapper's push-back
+// follows, and the baseline's SetReadDeadline too): for the silent ones, to
+// measure how late the cut comes; for the others, to tell a cut of a
+// client the machine stalled for the idle time (allowed, with a warning)
+// from one cut early (a failure). The same read in both rows; about 30ns
+// against the tens of µs of a message's round trip.
 func (s *idleConnsServer) echo(c net.Conn) {
 	defer c.Close()
 	var (
@@ -263,9 +266,7 @@ func (s *idleConnsServer) echo(c net.Conn) {
 		if first {
 			watched = buf[0] == 's'
 		}
-		if watched {
-			last = time.Now()
-		}
+		last = time.Now()
 		if _, err := c.Write(buf[:n]); err != nil {
 			s.ended(err, watched, last)
 			return
@@ -282,10 +283,10 @@ func (s *idleConnsServer) ended(err error, watched bool, last time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case !watched:
-		s.activeCut++
 	case now.Sub(last) < s.idle:
-		s.early++
+		s.early++ // active or silent: a defect either way
+	case !watched:
+		s.activeCut++ // its client stalled for the idle time
 	default:
 		s.late = append(s.late, int64(now.Sub(last)-s.idle))
 	}

@@ -10,8 +10,8 @@ import (
 
 // TestIdleConnsRun runs a small case in both modes against this library
 // and the baseline, and checks that every silent connection was cut, none
-// early and no active one, with figures, and that the run leaves no socket
-// open and none of its goroutines running.
+// early (and no active one before its idle time), with figures, and that
+// the run leaves no socket open and none of its goroutines running.
 func TestIdleConnsRun(t *testing.T) {
 	pr := newProgress(os.Stderr, true)
 	for _, slack := range []time.Duration{0, 50 * time.Millisecond} {
@@ -21,8 +21,20 @@ func TestIdleConnsRun(t *testing.T) {
 				fds := httpOpenFDs()
 				c := Case{Label: cfg.label(), Run: func(e *Env) error { return runIdleConns(e, cfg) }}
 				r := runCase(c, spec, Tiny, pr, testTimeout)
-				if r.Err != nil || r.Skipped != "" || len(r.Warnings) > 0 {
+				if r.Err != nil || r.Skipped != "" {
 					t.Fatalf("error %v, skipped %q, warnings %q", r.Err, r.Skipped, r.Warnings)
+				}
+				// An active connection whose client the machine stalled
+				// for the idle time is cut, rightly: the server checked
+				// that its last message was the idle time ago (a cut
+				// before is an error above). On a loaded machine
+				// (-race, 2 cores, other processes) that happens; it is
+				// logged, not failed. Any other warning fails.
+				for _, w := range r.Warnings {
+					if !strings.Contains(w, "active connections were cut") {
+						t.Fatalf("warning %q", w)
+					}
+					t.Logf("the machine stalled a client: %s", w)
 				}
 				if got, _ := r.metric("cut"); got != 4 {
 					t.Errorf("cut = %v, want 4", got)
