@@ -352,6 +352,7 @@ func (ct *chanTimer) hold() bool {
 // releaseHold gives a Ticker's place in the bound back, if it holds one.
 func (ct *chanTimer) releaseHold() {
 	if ct.held.CompareAndSwap(true, false) {
+		touchShared("pending")
 		ct.t.shard().st.free.Add(1)
 	}
 }

@@ -175,6 +175,9 @@
 // from the one shared count placeBatch (16) at a time and gives back what
 // it holds beyond twice that, so armings and stops on a shard write the
 // shared word about once in 16 (see Bounds for why the bound stays exact).
+// Under WithMaxPending a re-arm takes its shard's lock (it reserves a
+// place there), and the timer stays on the shard it is on: it does not
+// follow the processor that re-arms it.
 //
 // A test proves the locality without a big machine: under the
 // timingwheel_locality build tag, every lock and write of a shard, and
@@ -296,11 +299,11 @@
 // periodic series holds one place from ScheduleFunc until it ends, during
 // its runs too. The bound is exact: an arming refused has collected the
 // places every shard kept free for itself (see Cores), and while few places
-// are left, shards keep none; so a refusal is made only while the bound is
-// reached by timers pending or being armed, but for armings and stops made
-// at the same time. One exception: a periodic timer restarted by Reset
-// after its series ended, which may be refused while other shards keep up
-// to 32 free places each.
+// are left free, no shard adds to those it keeps; so a refusal is made only
+// while the bound is reached by timers pending or being armed, but for
+// armings and stops made at the same time. One exception: a periodic timer
+// restarted by Reset after its series ended, which may be refused while
+// shards other than its own keep up to 32 free places each.
 //
 // [SystemTimer.Stop] is idempotent. Once it returns, no callback starts and
 // AfterFunc returns [ErrStopped]. It returns every timer whose callback never

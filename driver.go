@@ -333,6 +333,7 @@ func (st *SystemTimer) settle() {
 // lowerWake lowers wakeAt to w: a bucket due at w became the delay queue's
 // head, so the driver will drain by then.
 func (st *SystemTimer) lowerWake(w int64) {
+	touchShared("delay queue")
 	for {
 		cur := st.wakeAt.Load()
 		if w >= cur || st.wakeAt.CompareAndSwap(cur, w) {

@@ -3,8 +3,11 @@ package timingwheel
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 )
 
 // TestMaxPendingStriped: WithMaxPending's places are cached per shard (see
@@ -87,4 +90,97 @@ func (sh *shard) index(st *SystemTimer) int {
 		}
 	}
 	return -1
+}
+
+// TestMaxPendingPeriodicRunAtStop: a periodic series whose run is under way
+// when SystemTimer.Stop closes the shards ends with the SystemTimer, and
+// gives its place in the bound back; it kept it before, and a locked
+// TryReset that found the bound full across that Stop looked again for
+// ever (TestConcurrentWindowReserveVsSystemStop, with failpoints). Found
+// by review, 2026-11-27; older than the per-shard places.
+func TestMaxPendingPeriodicRunAtStop(t *testing.T) {
+	st := mustNew(t, WithMaxPending(1))
+	started, gate := periodicHeld(t, st)
+	<-started
+	stopped := make(chan struct{})
+	go func() {
+		st.Stop()
+		close(stopped)
+	}()
+	for !st.closed.Load() {
+		runtime.Gosched() // Stop waits for the run: let it close the shards first
+	}
+	close(gate)
+	testwait.Recv(t, stopped, "SystemTimer.Stop")
+	if n := st.placesHeld(); n != 0 {
+		t.Fatalf("%d places held after SystemTimer.Stop returned, with a series run under way at Stop: want 0", n)
+	}
+}
+
+// periodicHeld starts a series every millisecond on st whose first run
+// closes started and waits for gate to close: while it waits, the series
+// holds its place in the bound, fired.
+func periodicHeld(t *testing.T, st *SystemTimer) (started, gate chan struct{}) {
+	t.Helper()
+	started, gate = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	if _, err := st.ScheduleFunc(Every(time.Millisecond), func() {
+		once.Do(func() {
+			close(started)
+			<-gate
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return started, gate
+}
+
+// TestMaxPendingPeriodicRestartOwnPlaces: a periodic timer restarted by
+// Reset after its series was stopped takes its place under its shard's
+// lock, where it cannot collect other shards' places (the documented
+// exception): it takes one its own shard keeps. Before, it looked at the
+// shared count alone and was refused with its own shard keeping 31 free
+// places (found by review, 2026-11-27).
+func TestMaxPendingPeriodicRestartOwnPlaces(t *testing.T) {
+	old := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(old)
+	const bound = 200
+	st := mustNew(t, WithMaxPending(bound))
+	defer st.Stop()
+	if len(st.shards) < 3 {
+		t.Skip("fewer than 3 shards")
+	}
+	b, c := &st.shards[1], &st.shards[2]
+	here := b
+	st.placeHook = func() *shard { return here }
+	p, err := st.ScheduleFunc(Every(time.Hour), noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	// b arms and stops 40: it keeps some of their places.
+	var ts []*Timer
+	for range 40 {
+		tm, err := st.AfterFunc(time.Hour, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tm)
+	}
+	for _, tm := range ts {
+		tm.Stop()
+	}
+	// c takes every place that is not b's.
+	here = c
+	for st.free.Load() > 0 || c.places > 0 {
+		if _, err := st.AfterFunc(time.Hour, noop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.places == 0 {
+		t.Fatal("shard b keeps no places: the test tests nothing")
+	}
+	if _, err := p.TryReset(time.Hour); err != nil {
+		t.Fatalf("restarting a periodic timer on a shard that keeps %d free places: %v (%d of %d places held)", b.places, err, st.placesHeld(), bound)
+	}
 }

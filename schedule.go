@@ -114,7 +114,13 @@ func (p *periodic) hold(collect bool) bool {
 	if st.maxPending == 0 || p.held {
 		return true
 	}
-	if !st.takeFree() && (!collect || !st.collectAndTake()) {
+	took := false
+	if collect {
+		took = st.takeFree() || st.collectAndTake()
+	} else {
+		took = p.t.sh.reserve() // under its lock: its own places, or st.free
+	}
+	if !took {
 		st.rejected.Add(1)
 		return false
 	}
@@ -126,6 +132,7 @@ func (p *periodic) hold(collect bool) bool {
 func (p *periodic) release() {
 	if p.held {
 		p.held = false
+		touchShared("pending")
 		p.t.sh.st.free.Add(1)
 	}
 }
@@ -154,6 +161,11 @@ func (p *periodic) rearm() {
 	sh.mu.Lock()
 	for {
 		if _, s := unpack(t.w.Load()); s != stateFired || sh.closed {
+			if s == stateFired {
+				// The series ends with the SystemTimer, which stopped
+				// during this run: its place goes back.
+				p.release()
+			}
 			sh.unlock()
 			return // returned by SystemTimer.Stop
 		}
@@ -205,6 +217,7 @@ func (p *periodic) stop() bool {
 	now := sh.st.now() // the clock may be the user's: read it with no lock held
 	sh.mu.Lock()
 	defer sh.unlock()
+	touch(sh, "lock")
 	sh.drain(now) // a queued timer becomes pending
 	switch _, s := unpack(t.w.Load()); s {
 	case statePending:
@@ -228,6 +241,7 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	when, now := st.deadline(at)
 	sh.mu.Lock()
 	defer sh.unlock()
+	touch(sh, "lock")
 	if sh.closed {
 		return false, ErrStopped
 	}

@@ -326,6 +326,7 @@ func (st *SystemTimer) localShard(def *shard) *shard {
 		return def // its shard was dealt anew: dropped
 	}
 	sh := tok.sh
+	touch(sh, "local") // the processor's shard, for the locality test
 	st.tokens.Put(tok)
 	return sh
 }
@@ -504,10 +505,11 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 //     collects.
 //
 // One path is approximate: a periodic timer restarted by Reset after its
-// series ended holds its shard's lock and does not collect; it is refused
-// while other shards may cache up to 2×placeBatch free places each. Series
-// (periodic timers and Tickers) take and give back their one place at
-// st.free directly (takeFree).
+// series ended holds its shard's lock and does not collect: it takes a
+// place its own shard keeps, or one of st.free, and may be refused while
+// other shards keep up to 2×placeBatch free places each. Other series
+// (ScheduleFunc, Tickers) take their one place at st.free (takeFree),
+// collecting before they refuse, and give it back there.
 
 // placeBatch is how many places a shard takes from st.free at once.
 const placeBatch = 16
@@ -585,7 +587,9 @@ func (st *SystemTimer) collectPlaces() {
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.mu.Lock()
+		touch(sh, "collect")
 		if sh.places > 0 {
+			touchShared("pending")
 			st.free.Add(sh.places)
 			sh.places = 0
 		}
@@ -604,6 +608,7 @@ func (st *SystemTimer) reserveLocked(sh *shard) bool {
 		return true
 	}
 	sh.unlock()
+	failpoint("reserve:unlocked")
 	st.collectPlaces()
 	sh.mu.Lock()
 	if sh.reserve() {
@@ -611,17 +616,6 @@ func (st *SystemTimer) reserveLocked(sh *shard) bool {
 	}
 	st.rejected.Add(1)
 	return false
-}
-
-// pendingBarrier takes and releases every shard's lock in turn, so that
-// every timer that left pending under a lock before it has given its place
-// in the bound back. Called with no shard lock held.
-func (st *SystemTimer) pendingBarrier() {
-	for i := range st.shards {
-		st.shards[i].mu.Lock()
-		//lint:ignore SA2001 the empty critical section is the point: a barrier
-		st.shards[i].mu.Unlock()
-	}
 }
 
 // drainShard places the timers of sh's incoming stack.
@@ -777,6 +771,14 @@ func (st *SystemTimer) stop() []*Timer {
 		// twice.
 		if _, s := unpack(t.w.Swap(pack(0, stateReturned))); s != stateReturned {
 			left = append(left, t)
+		}
+		if t.kind == kindPeriodic {
+			// Its series ends here, with a run that never started:
+			// its place in the bound goes back.
+			sh := t.sh
+			sh.mu.Lock()
+			periodicOf(t).release()
+			sh.mu.Unlock()
 		}
 	}
 	close(st.stopped)

@@ -154,8 +154,8 @@ func (t *Timer) lockShard() *shard {
 		sh := t.shard()
 		failpoint("lockShard:read")
 		sh.mu.Lock()
+		touch(sh, "lock")
 		if t.shard() == sh {
-			touch(sh, "lock")
 			return sh
 		}
 		sh.mu.Unlock() // moved meanwhile
@@ -537,7 +537,13 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 				if t.shard() != sh {
 					return false, true, nil // moved while the lock was released
 				}
-				if t.w.Load() != w || sh.closed {
+				if sh.closed {
+					// SystemTimer.Stop closed the shard while the lock
+					// was released. Looking again would find the bound
+					// full for as long as a place is held: a loop.
+					return false, false, ErrStopped
+				}
+				if t.w.Load() != w {
 					continue // changed while the lock was released: look again
 				}
 				return false, false, ErrTooManyPending

@@ -235,6 +235,7 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		// timer, so the later ones find their own bucket then.
 		if exp < b.queued {
 			b.queued = exp
+			touchShared("delay queue")
 			head, err := sh.st.dq.Push(bucketRef{b, lv, exp}, sh.st.tickTime(exp))
 			if err == nil && head {
 				sh.wakeDQ = true
@@ -252,6 +253,7 @@ func (sh *shard) unlock() {
 	sh.wakeDQ = false
 	sh.mu.Unlock()
 	if wake {
+		touchShared("delay queue")
 		sh.st.dq.Wake()
 	}
 }

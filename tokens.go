@@ -124,6 +124,14 @@ func (d *tokenDealer) New() any {
 		}
 	}
 	now := d.now()
+	if runtime.GOMAXPROCS(0) > len(d.slots) {
+		// More processors than shards (at most 64 shards, or GOMAXPROCS
+		// raised after New): some processors have no shard whatever is
+		// dealt, and dealing shards anew would only move them around,
+		// every strandAfter. Those processors place by address.
+		d.cleared.Store(int64(now))
+		return nil
+	}
 	if c := d.cleared.Load(); c != 0 && now-time.Duration(c) >= strandAfter {
 		for i := range d.slots {
 			s := &d.slots[i]
@@ -173,11 +181,12 @@ type tokenRef struct {
 // use reports whether tok is its shard's live token, and marks it seen. A
 // token dealt anew (see tokenDealer) is not, and its holder drops it.
 func (tok *shardToken) use() bool {
-	if tok.slot.cur.Load() != tok.gen {
-		return false
-	}
+	// Mark first, then look: a dealer that loads the mark after this
+	// store does not deal the shard anew, and one that dealt it before
+	// this load is seen here (sequentially consistent atomics). So a
+	// token is never used once its shard has been dealt anew.
 	if !tok.seen.Load() {
 		tok.seen.Store(true)
 	}
-	return true
+	return tok.slot.cur.Load() == tok.gen
 }

@@ -4,6 +4,7 @@ package timingwheel
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -681,4 +682,56 @@ func TestConcurrentWindowStopBelowTop(t *testing.T) {
 	below.Reset(time.Millisecond)
 	fc.Add(2 * time.Millisecond)
 	runDue(t, st, ran, 1)
+}
+
+// TestConcurrentWindowReserveVsSystemStop parks a locked re-arm under
+// WithMaxPending in the window where reserveLocked has released the
+// shard's lock to collect places (the bound is full: a periodic series
+// holds the one place, its run under way), while SystemTimer.Stop closes
+// the shards. The re-arm must return ErrStopped. Guards: a re-arm that
+// looks again when it finds the shard closed, and the bound still full,
+// which loops for as long as the place is held; and a series whose run is
+// under way at Stop keeping its place (then for ever).
+func TestConcurrentWindowReserveVsSystemStop(t *testing.T) {
+	st := mustNew(t, WithMaxPending(1))
+	started, gate := periodicHeld(t, st)
+	testwait.Recv(t, started, "the series' first run")
+	var tm Timer
+	st.Bind(&tm, noop)
+	unlocked := armPark(t, "reserve:unlocked", 1)
+	res := make(chan error, 1)
+	go func() {
+		_, err := tm.TryReset(time.Hour)
+		res <- err
+	}()
+	unlocked.wait(t)
+	stopped := make(chan struct{})
+	go func() {
+		st.Stop()
+		close(stopped)
+	}()
+	for !shardClosed(tm.shard()) {
+		runtime.Gosched() // Stop waits for the run: let it close the shards first
+	}
+	// The timer's shard is closed; the run is still under way, so the
+	// series still holds the one place, and the bound is full.
+	unlocked.letGo()
+	if err := testwait.Recv(t, res, "the re-arm refused across SystemTimer.Stop"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a re-arm that found the bound full while SystemTimer.Stop closed its shard returned %v, want ErrStopped", err)
+	}
+	close(gate)
+	testwait.Recv(t, stopped, "SystemTimer.Stop")
+	if n := st.placesHeld(); n != 0 {
+		t.Fatalf("%d places held after SystemTimer.Stop, with a series run under way at Stop: want 0", n)
+	}
+	if tm.Stop() {
+		t.Fatal("Stop after SystemTimer.Stop returned true: the refused re-arm armed the timer")
+	}
+}
+
+// shardClosed reports whether SystemTimer.Stop has closed sh.
+func shardClosed(sh *shard) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.closed
 }

@@ -114,8 +114,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "lockshard-no-recheck", file: "timer.go",
-		old: "\t\tif t.shard() == sh {\n\t\t\ttouch(sh, \"lock\")\n\t\t\treturn sh",
-		new: "\t\tif true {\n\t\t\ttouch(sh, \"lock\")\n\t\t\treturn sh",
+		old: "\t\tif t.shard() == sh {\n\t\t\treturn sh",
+		new: "\t\tif true {\n\t\t\treturn sh",
 		why: "Stop or a locked Reset locks the shard it read, though the timer moved meanwhile",
 	},
 	{
@@ -152,8 +152,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "token-stale-used", file: "tokens.go",
-		old: "\tif tok.slot.cur.Load() != tok.gen {\n\t\treturn false",
-		new: "\tif tok.slot.cur.Load() == 0 {\n\t\treturn false",
+		old: "\treturn tok.slot.cur.Load() == tok.gen\n",
+		new: "\treturn tok.slot.cur.Load() != 0\n",
 		why: "a token whose shard was dealt anew is still used: two processors share a shard",
 	},
 	{
@@ -164,8 +164,20 @@ var mutants = []mutant{
 	},
 	{
 		name: "refuse-without-collect", file: "systemtimer.go",
-		old: "\tsh.unlock()\n\tst.collectPlaces()\n\tsh.mu.Lock()",
-		new: "\tsh.unlock()\n\tsh.mu.Lock()",
+		old: "\tfailpoint(\"reserve:unlocked\")\n\tst.collectPlaces()\n",
+		new: "\tfailpoint(\"reserve:unlocked\")\n",
 		why: "an arming refuses without collecting the free places other shards cache: the bound refuses early",
+	},
+	{
+		name: "reserve-closed-loops", file: "timer.go",
+		old: "\t\t\t\tif sh.closed {\n\t\t\t\t\t// SystemTimer.Stop closed the shard while the lock",
+		new: "\t\t\t\tif false {\n\t\t\t\t\t// SystemTimer.Stop closed the shard while the lock",
+		why: "a locked re-arm refused while SystemTimer.Stop closed its shard looks again for as long as a place is held",
+	},
+	{
+		name: "periodic-place-kept", file: "schedule.go",
+		old: "\t\t\tif s == stateFired {\n\t\t\t\t// The series ends with the SystemTimer",
+		new: "\t\t\tif false {\n\t\t\t\t// The series ends with the SystemTimer",
+		why: "a periodic series whose run is under way when SystemTimer.Stop runs keeps its place in the bound",
 	},
 }
