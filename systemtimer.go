@@ -758,6 +758,7 @@ func (st *SystemTimer) stop() []*Timer {
 			sh.release(int64(counted))
 		}
 		sh.mu.Unlock()
+		failpoint("stop:closed") // this shard closed, the next not yet
 	}
 	// Before waiting for the callbacks that run: one of them may wait
 	// for a channel timer (a Sleep) or a context of this SystemTimer, and

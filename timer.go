@@ -163,13 +163,23 @@ func (t *Timer) lockShard() *shard {
 }
 
 // moveTo moves t, owned by the caller and on no list or stack, from shard
-// from to shard to, under from's lock (see sh).
-func (t *Timer) moveTo(from, to *shard) {
+// from to shard to, under from's lock (see sh), and reports true; or, if
+// SystemTimer.Stop has closed from, leaves t there and reports false: its
+// push then fails there. Moved, it could be armed on a shard Stop has not
+// closed yet, after an operation that found it on the closed shard said
+// the SystemTimer was stopped: a history no order of the calls gives
+// (found by conctest's TestLinearizableRacingStop, 2026-11-27).
+func (t *Timer) moveTo(from, to *shard) bool {
 	from.mu.Lock()
 	touch(from, "move")
+	if from.closed {
+		from.mu.Unlock()
+		return false
+	}
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.sh)), unsafe.Pointer(to))
 	from.stats.migrated++
 	from.mu.Unlock()
+	return true
 }
 
 // series reports whether t is the Timer of a series that holds one place in
@@ -429,8 +439,9 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			if move {
 				if to := st.localShard(sh); to != sh {
 					failpoint("reset:moving")
-					t.moveTo(sh, to)
-					sh = to
+					if t.moveTo(sh, to) {
+						sh = to
+					}
 				}
 			}
 			failpoint("reset:arming")

@@ -735,3 +735,52 @@ func shardClosed(sh *shard) bool {
 	defer sh.mu.Unlock()
 	return sh.closed
 }
+
+// TestConcurrentWindowMoveFromClosed parks a Reset that re-arms a stopped
+// timer on shard a for shard b (after it took the timer, before the move),
+// and SystemTimer.Stop after it closed shard a and before shard b. The
+// Reset must fail with ErrStopped and leave the timer on a. Guards: a move
+// off a closed shard onto one not closed yet: the timer is then armed, and
+// a later operation finds the SystemTimer running, after an earlier one
+// (on the closed shard) found it stopped, a history no order of the calls
+// gives (conctest's TestLinearizableRacingStop caught it once in CI, at
+// 5d61e3a).
+func TestConcurrentWindowMoveFromClosed(t *testing.T) {
+	st, a, b, target := moving(t)
+	var tm Timer
+	st.Bind(&tm, func() { t.Error("the timer ran") })
+	if tm.shard() != a {
+		t.Fatal("the hook did not place the timer")
+	}
+	anchor(t, st)
+	*target = b
+	moving := armPark(t, "reset:moving", 1)
+	res := make(chan error, 1)
+	go func() {
+		_, err := tm.TryReset(time.Hour)
+		res <- err
+	}()
+	moving.wait(t)
+	closing := armPark(t, "stop:closed", 1) // after shards[0], a, is closed
+	stopped := make(chan struct{})
+	go func() {
+		st.Stop()
+		close(stopped)
+	}()
+	closing.wait(t)
+	if !shardClosed(a) || shardClosed(b) {
+		t.Fatal("SystemTimer.Stop is not parked between closing shard a and shard b")
+	}
+	moving.letGo()
+	if err := testwait.Recv(t, res, "the moving re-arm"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a re-arm of a timer on a shard SystemTimer.Stop had closed returned %v, want ErrStopped", errString(err))
+	}
+	if tm.shard() != a {
+		t.Fatal("the re-arm moved the timer off the closed shard")
+	}
+	closing.letGo()
+	testwait.Recv(t, stopped, "SystemTimer.Stop")
+	if _, err := tm.TryReset(0); !errors.Is(err, ErrStopped) {
+		t.Fatalf("TryReset after SystemTimer.Stop = %v, want ErrStopped", errString(err))
+	}
+}

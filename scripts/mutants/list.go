@@ -126,8 +126,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "move-no-lock", file: "timer.go",
-		old:  "\tfrom.mu.Lock()\n\ttouch(from, \"move\")\n\tatomic.StorePointer",
-		new:  "\ttouch(from, \"move\")\n\tatomic.StorePointer",
+		old:  "\tfrom.mu.Lock()\n\ttouch(from, \"move\")\n\tif from.closed {\n\t\tfrom.mu.Unlock()\n",
+		new:  "\ttouch(from, \"move\")\n\tif from.closed {\n",
 		more: []string{"\tfrom.stats.migrated++\n\tfrom.mu.Unlock()", "\tfrom.stats.migrated++"},
 		why:  "a Reset moves a timer to another shard without the old shard's lock",
 	},
@@ -179,5 +179,11 @@ var mutants = []mutant{
 		old: "\t\t\tif s == stateFired {\n\t\t\t\t// The series ends with the SystemTimer",
 		new: "\t\t\tif false {\n\t\t\t\t// The series ends with the SystemTimer",
 		why: "a periodic series whose run is under way when SystemTimer.Stop runs keeps its place in the bound",
+	},
+	{
+		name: "move-from-closed", file: "timer.go",
+		old: "\tif from.closed {\n\t\tfrom.mu.Unlock()\n\t\treturn false\n\t}\n",
+		new: "",
+		why: "a re-arm moves a timer off a shard SystemTimer.Stop has closed, onto one it has not closed yet",
 	},
 }
