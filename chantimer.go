@@ -341,7 +341,7 @@ func (ct *chanTimer) hold() bool {
 	if st.maxPending == 0 || ct.held.Load() || ct.rt != nil || st.closed.Load() {
 		return true // no bound, held, or not on the wheel (see orphan)
 	}
-	if !st.takeFree() && !st.collectAndTake() {
+	if st.takeFree(1) == 0 && !st.collectAndTake() {
 		st.rejected.Add(1)
 		return false
 	}

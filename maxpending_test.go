@@ -16,17 +16,10 @@ import (
 // that finds st.free empty collects them before it refuses, so it refuses
 // only with exactly the bound pending.
 func TestMaxPendingStriped(t *testing.T) {
-	old := runtime.GOMAXPROCS(4)
-	defer runtime.GOMAXPROCS(old)
 	const bound = 1000
-	st := mustNew(t, WithMaxPending(bound))
-	defer st.Stop()
-	if len(st.shards) < 2 {
-		t.Skip("one shard")
-	}
+	st, here := boundedOnShards(t, bound)
 	a, b := &st.shards[0], &st.shards[1]
-	here := a
-	st.placeHook = func() *shard { return here }
+	*here = a
 
 	armed := func(n int) []*Timer {
 		t.Helper()
@@ -34,7 +27,7 @@ func TestMaxPendingStriped(t *testing.T) {
 		for range n {
 			tm, err := st.AfterFunc(time.Hour, noop)
 			if err != nil {
-				t.Fatalf("arming %d of %d on shard %d: %v", len(ts)+1, n, here.index(st), err)
+				t.Fatalf("arming %d of %d on shard %d: %v", len(ts)+1, n, (*here).index(st), err)
 			}
 			ts = append(ts, tm)
 		}
@@ -49,7 +42,7 @@ func TestMaxPendingStriped(t *testing.T) {
 		t.Fatal("shard a caches no places after stopping its timers: the test tests nothing")
 	}
 	// Shard b arms the whole bound: the last ones come from a's cache.
-	here = b
+	*here = b
 	held := armed(bound)
 	if _, err := st.AfterFunc(time.Hour, noop); !errors.Is(err, ErrTooManyPending) {
 		t.Fatalf("arming past the bound: err = %v, want ErrTooManyPending", err)
@@ -60,7 +53,7 @@ func TestMaxPendingStriped(t *testing.T) {
 	// One stop frees one place, which the next arming on the other shard
 	// gets, however low st.free is.
 	held[0].Stop()
-	here = a
+	*here = a
 	if _, err := st.AfterFunc(time.Hour, noop); err != nil {
 		t.Fatalf("arming on shard a after a stop on shard b: %v", err)
 	}
@@ -71,7 +64,7 @@ func TestMaxPendingStriped(t *testing.T) {
 	for _, tm := range held[1:200] {
 		tm.Stop() // b caches some, gives the rest back
 	}
-	here = a
+	*here = a
 	for i := range 199 {
 		if _, err := st.NewTicker(time.Hour); err != nil {
 			t.Fatalf("Ticker %d of 199 freed places: %v", i+1, err)
@@ -142,17 +135,10 @@ func periodicHeld(t *testing.T, st *SystemTimer) (started, gate chan struct{}) {
 // shared count alone and was refused with its own shard keeping 31 free
 // places (found by review, 2026-11-27).
 func TestMaxPendingPeriodicRestartOwnPlaces(t *testing.T) {
-	old := runtime.GOMAXPROCS(4)
-	defer runtime.GOMAXPROCS(old)
 	const bound = 200
-	st := mustNew(t, WithMaxPending(bound))
-	defer st.Stop()
-	if len(st.shards) < 3 {
-		t.Skip("fewer than 3 shards")
-	}
+	st, here := boundedOnShards(t, bound)
 	b, c := &st.shards[1], &st.shards[2]
-	here := b
-	st.placeHook = func() *shard { return here }
+	*here = b
 	p, err := st.ScheduleFunc(Every(time.Hour), noop)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +157,7 @@ func TestMaxPendingPeriodicRestartOwnPlaces(t *testing.T) {
 		tm.Stop()
 	}
 	// c takes every place that is not b's.
-	here = c
+	*here = c
 	for st.free.Load() > 0 || c.places > 0 {
 		if _, err := st.AfterFunc(time.Hour, noop); err != nil {
 			t.Fatal(err)
@@ -183,4 +169,21 @@ func TestMaxPendingPeriodicRestartOwnPlaces(t *testing.T) {
 	if _, err := p.TryReset(time.Hour); err != nil {
 		t.Fatalf("restarting a periodic timer on a shard that keeps %d free places: %v (%d of %d places held)", b.places, err, st.placesHeld(), bound)
 	}
+}
+
+// boundedOnShards returns a SystemTimer of 4 shards under WithMaxPending(bound),
+// stopped when the test ends, whose timers go to the shard *here names
+// (placeHook), at first shard 0.
+func boundedOnShards(t *testing.T, bound int) (st *SystemTimer, here **shard) {
+	t.Helper()
+	old := runtime.GOMAXPROCS(4)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+	st = mustNew(t, WithMaxPending(bound))
+	t.Cleanup(func() { st.Stop() })
+	if len(st.shards) < 4 {
+		t.Skip("fewer than 4 shards")
+	}
+	to := &st.shards[0]
+	st.placeHook = func() *shard { return to }
+	return st, &to
 }

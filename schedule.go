@@ -116,7 +116,7 @@ func (p *periodic) hold(collect bool) bool {
 	}
 	took := false
 	if collect {
-		took = st.takeFree() || st.collectAndTake()
+		took = st.takeFree(1) > 0 || st.collectAndTake()
 	} else {
 		took = p.t.sh.reserve() // under its lock: its own places, or st.free
 	}

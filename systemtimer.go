@@ -522,22 +522,9 @@ func (sh *shard) reserve() bool {
 		sh.places--
 		return true
 	}
-	st := sh.st
-	for {
-		f := st.free.Load()
-		if f <= 0 {
-			return false
-		}
-		take := int64(1)
-		if f >= st.lowPlaces+placeBatch {
-			take = placeBatch
-		}
-		touchShared("pending")
-		if st.free.CompareAndSwap(f, f-take) {
-			sh.places += take - 1
-			return true
-		}
-	}
+	n := sh.st.takeFree(placeBatch)
+	sh.places += max(n-1, 0)
+	return n > 0
 }
 
 // release gives n places back: to sh's cache, or to st.free when it is low
@@ -558,16 +545,22 @@ func (sh *shard) release(n int64) {
 	}
 }
 
-// takeFree takes one place from st.free, for a series, if one is there.
-func (st *SystemTimer) takeFree() bool {
+// takeFree takes places from st.free and returns how many: want if it
+// holds lowPlaces more than that, else one, or none if it is empty. A
+// compare-and-swap, so that a failed attempt never takes a place.
+func (st *SystemTimer) takeFree(want int64) int64 {
 	for {
 		f := st.free.Load()
 		if f <= 0 {
-			return false
+			return 0
+		}
+		take := int64(1)
+		if f >= st.lowPlaces+want {
+			take = want
 		}
 		touchShared("pending")
-		if st.free.CompareAndSwap(f, f-1) {
-			return true
+		if st.free.CompareAndSwap(f, f-take) {
+			return take
 		}
 	}
 }
@@ -577,7 +570,7 @@ func (st *SystemTimer) takeFree() bool {
 // held.
 func (st *SystemTimer) collectAndTake() bool {
 	st.collectPlaces()
-	return st.takeFree()
+	return st.takeFree(1) > 0
 }
 
 // collectPlaces moves the places every shard caches to st.free, taking
