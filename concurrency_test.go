@@ -115,8 +115,10 @@ func settle(t *testing.T, st *SystemTimer, timers []*counted) {
 // timer, which the barrier waits for. Read in this order, an owed run that
 // was marked before settled began is seen, queued or running.
 func (st *SystemTimer) settled() bool {
-	if st.handing.Load() != 0 {
-		return false
+	for i := range st.shards {
+		if st.shards[i].handing.Load() != 0 {
+			return false
+		}
 	}
 	st.pendingBarrier()
 	return st.pool.Idle()
@@ -575,4 +577,23 @@ func (st *SystemTimer) pendingBarrier() {
 		//lint:ignore SA2001 the empty critical section is the point: a barrier
 		st.shards[i].mu.Unlock()
 	}
+}
+
+// anchorShards arms a timer a minute out on each shard, under the shard's
+// lock: each becomes its shard's delay queue's head (unless an earlier
+// bucket is there) and lowers its wakeAt to a minute. It returns them, by
+// shard.
+func anchorShards(t testing.TB, st *SystemTimer) []*Timer {
+	t.Helper()
+	out := make([]*Timer, len(st.shards))
+	for i := range st.shards {
+		tm := &Timer{f: func() {}}
+		tm.sh = &st.shards[i]
+		now := st.now()
+		if err := st.startLocked(tm, now+int64(time.Minute), now); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = tm
+	}
+	return out
 }

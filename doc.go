@@ -82,7 +82,7 @@
 // ever made.
 //
 // A bucket that holds timers sits in a delay queue (package delayqueue)
-// under its expiration. One driver goroutine sleeps until the earliest
+// under its expiration. A driver goroutine sleeps until the earliest
 // bucket is due; no goroutine wakes up for the empty ticks in between, so a
 // SystemTimer whose timers are far off costs no CPU. When a bucket is due,
 // the driver moves the wheel time to its expiration, takes all its timers out
@@ -95,13 +95,13 @@
 // million timers holds up no callback and takes no processor from them.
 //
 // Timers are kept in a few shards, each a complete wheel hierarchy with its
-// own lock, a timer on the shard of the processor that arms it, so that
-// goroutines on different cores rarely contend (see Cores); the shards
-// share the delay queue and the driver. AfterFunc itself
+// own lock, its own delay queue and its own driver, a timer on the shard of
+// the processor that arms it, so that goroutines on different cores rarely
+// contend, and the shards fire in parallel (see Cores). AfterFunc itself
 // takes no lock: it pushes the new timer on its shard's lock-free stack, and
-// the driver, or the AfterFunc call that finds the stack long, places the
-// stacked timers in their buckets. The driver publishes the time by which it
-// will next do so, and AfterFunc places a timer due before that itself; so
+// the shard's driver, or the AfterFunc call that finds the stack long, places
+// the stacked timers in their buckets. The driver publishes the time by which
+// it will next do so, and AfterFunc places a timer due before that itself; so
 // the stack never makes a timer late. Stopping a timer that is still on the
 // stack is a single compare-and-swap.
 //
@@ -141,9 +141,9 @@
 // # Cores
 //
 // The wheels are kept in shards, as many as GOMAXPROCS rounded up to a
-// power of two (at most 64), each with its own lock and its own lock-free
-// stack of timers armed and not yet placed; the shards share the delay
-// queue and the driver. A timer goes to the shard of the processor (the
+// power of two (at most 64), each with its own lock, its own lock-free
+// stack of timers armed and not yet placed, its own delay queue and its own
+// driver goroutine. A timer goes to the shard of the processor (the
 // runtime's P) that makes or binds it, as the Go runtime keeps its timers
 // per P: a goroutine's timers stay on its processor's shard, and goroutines
 // on different processors arm, stop and reset their own timers without
@@ -179,27 +179,44 @@
 // place there), and the timer stays on the shard it is on: it does not
 // follow the processor that re-arms it.
 //
+// Each shard's driver expires the shard's buckets and nothing else: it
+// sleeps on the shard's delay queue until the shard's earliest bucket, and
+// drains and publishes (wakeAt) for the shard alone, so an arming compares
+// its deadline with its own shard's wakeAt and pushes a new bucket on its
+// own shard's queue. No goroutine looks at every shard to find the next
+// deadline (tokio's sharded timer, reverted in tokio-rs/tokio#7226, locked
+// every shard for that), a shard with nothing due wakes nobody, and the
+// shards' expiries and cascades run on several cores at once, though at
+// most half the processors (at least one) re-place cascade lists that are
+// not urgent at once: cascading a storm's level-1 buckets on every
+// processor left the workers none (see enterCascade). The price:
+// GOMAXPROCS (rounded up) driver goroutines, asleep while nothing is due,
+// where there was one; and timers of different shards due in one tick, or
+// made due together by a jump of the clock, run in either order, as the
+// runtime's timers of different processors do (a shard's own run in
+// deadline order, tick by tick).
+//
 // A test proves the locality without a big machine: under the
 // timingwheel_locality build tag, every lock and write of a shard, and
 // every write of memory the shards share, is recorded for the goroutines
 // that ask, and TestLocalityOwnTimers checks that goroutines arming,
 // resetting and stopping their own timers touch their processor's shard
 // only (or, after the scheduler moved a goroutine, the shard its timer was
-// left on: counted).
+// left on: counted); TestLocalityDrivers, that each driver touches its own
+// shard only, and shared memory only to hand callbacks to the executor.
 //
-// What still crosses cores, and is open: one driver goroutine and one
-// delay queue serve every shard, so every expiry and the callbacks it hands
-// over start on the driver's processor; callbacks go through the
-// executor's one lock; and a processor without a token places by address.
-// BenchmarkParallel runs
+// What still crosses cores, and is open: callbacks go through the
+// executor's one lock, once per batch a driver hands over and once per
+// batch a worker takes, and run on whichever worker takes them; and a
+// processor without a token places by address. BenchmarkParallel runs
 // both placements (wheel, and wheel-address, withAddressShards) against the
 // runtime; scripts/scaling makes the table, and bench/README.md has the
 // 16-core figures.
 //
 // # Callbacks
 //
-// Callbacks run on the executor pool, never on the driver and never inside
-// AfterFunc. [WithWorkers] goroutines wait for work. The driver hands due
+// Callbacks run on the executor pool, never on a driver and never inside
+// AfterFunc. [WithWorkers] goroutines wait for work. A driver hands due
 // timers to the pool without ever blocking on it; the pool wakes an idle
 // worker per callback and shares the callbacks due together out among the
 // workers it woke. A worker is stuck when it has been inside one callback
@@ -224,8 +241,8 @@
 // once they find no work and the stuck ones are back. Callbacks that are
 // short, or slow but each under half the stall delay, never start a
 // goroutine: the workers keep up, and callbacks start in the order their
-// timers became due, or, when they need more CPU than there is, run late,
-// in that order.
+// timers became due (those of one shard: see Cores), or, when they need
+// more CPU than there is, run late, in that order.
 //
 // A callback that panics is recovered; the value goes to the
 // [WithPanicHandler] function, and the worker goes on. Callbacks may call any

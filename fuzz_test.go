@@ -294,7 +294,7 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 			st.Bind(m.tm, func() { m.got++; ran = append(ran, m) })
 			timers = append(timers, m)
 		case opTurn:
-			st.turn()
+			st.turnFirst()
 			st.pool.RunQueued()
 			partial(step)
 			continue

@@ -133,7 +133,10 @@ func TestCallbacksUseTheirOwnTimer(t *testing.T) {
 
 // TestMockJumpForwardDays schedules timers over days, jumps the mock clock
 // past all of them at once, and checks each fires exactly once and, with one
-// worker, in deadline order tick by tick.
+// worker, in deadline order tick by tick among the timers of each shard:
+// each shard's driver expires its own buckets, in parallel with the others,
+// so timers of different shards (armed on different processors) run in
+// either order, as the runtime's timers of different Ps do.
 func TestMockJumpForwardDays(t *testing.T) {
 	// In a synctest bubble, so that the executor's stall delay (real
 	// time, faked here) passes only when the worker is really stuck: order
@@ -155,23 +158,25 @@ func TestMockJumpForwardDays(t *testing.T) {
 		}
 		fires := make(chan fire, n)
 		deadlines := make([]time.Time, n)
+		shardOf := make([]int, n) // a pending timer stays on its shard
 		for i := range n {
 			d := time.Duration(1+rng.Int64N(int64(3*24*time.Hour/tick))) * tick
 			deadlines[i] = mock.Now().Add(d)
-			_, err := st.AfterFunc(d, func() { fires <- fire{i, mock.Now()} })
+			tm, err := st.AfterFunc(d, func() { fires <- fire{i, mock.Now()} })
 			require.NoError(t, err)
+			shardOf[i] = tm.shard().index(st)
 		}
 		mock.Set(mock.Now().Add(4 * 24 * time.Hour))
 		seen := make([]bool, n)
-		var prev time.Time
+		prev := make([]time.Time, len(st.shards))
 		for range n {
 			f := <-fires
 			require.False(t, seen[f.i], "timer %d fired twice", f.i)
 			seen[f.i] = true
-			dl := deadlines[f.i]
-			require.False(t, dl.Before(prev.Truncate(tick)), "timer due at %v fired after one due at %v", dl, prev)
+			dl, s := deadlines[f.i], shardOf[f.i]
+			require.False(t, dl.Before(prev[s].Truncate(tick)), "timer due at %v fired after one due at %v, both of shard %d", dl, prev[s], s)
 			require.False(t, f.at.Before(dl), "timer %d fired early", f.i)
-			prev = dl
+			prev[s] = dl
 		}
 		synctest.Wait()
 		assert.Empty(t, fires, "a timer fired twice")

@@ -4,6 +4,7 @@ package timingwheel
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
@@ -32,6 +33,26 @@ func logTouch(r touchRec) {
 		p := l.(*[]touchRec)
 		*p = append(*p, r)
 	}
+}
+
+// recordDrivers, set by a test before New, makes every driver goroutine
+// that New starts record its touches into driverLogs, by shard. A log is
+// read once the driver has exited (SystemTimer.Stop waits for it).
+var (
+	recordDrivers atomic.Bool
+	driverLogs    sync.Map // *shard -> *[]touchRec
+)
+
+// driverTouches starts recording the touches of sh's driver, if
+// recordDrivers is set; the driver calls the function it returns as it
+// exits.
+func driverTouches(sh *shard) (stop func()) {
+	if !recordDrivers.Load() {
+		return func() {}
+	}
+	log, stop := recordTouches()
+	driverLogs.Store(sh, log)
+	return stop
 }
 
 // recordTouches starts recording the calling goroutine's touches into the

@@ -33,11 +33,9 @@ import (
 // An operation during which the processor's shard changed (the goroutine
 // moved, or its processor had no token) is not checked, only counted.
 //
-// What this does not cover: firing. A due timer is expired and handed to
-// the executor by the one driver goroutine, whichever processor armed it,
-// and its callback runs on the executor's workers (doc.go, "Cores"). And
-// what it counts apart: an arming that queues a new bucket writes the one
-// delay queue every shard shares.
+// An arming that queues a new bucket pushes it on its shard's own delay
+// queue: a touch of the shard like any other. Firing is checked apart, by
+// TestLocalityDrivers: each shard's driver touches its shard alone.
 //
 // Run with: go test -tags timingwheel_locality -run TestLocality -v .
 // (scripts/test does, without the race detector, under which sync.Pool
@@ -45,14 +43,13 @@ import (
 
 type localityResult struct {
 	ops, unchecked, local, migrated, foreign, shared int
-	dq                                               int // operations that wrote the delay queue, which every shard shares
 	moves                                            int // processor changes between a goroutine's operations
 	examples                                         []string
 }
 
 func (r localityResult) String() string {
-	return fmt.Sprintf("%d operations: %d local, %d across a migration (%d moves of a goroutine between processors), %d foreign, %d writing shared memory, %d writing the delay queue, %d not checked (moved during the operation)",
-		r.ops, r.local, r.migrated, r.moves, r.foreign, r.shared, r.dq, r.unchecked)
+	return fmt.Sprintf("%d operations: %d local, %d across a migration (%d moves of a goroutine between processors), %d foreign, %d writing shared memory, %d not checked (moved during the operation)",
+		r.ops, r.local, r.migrated, r.moves, r.foreign, r.shared, r.unchecked)
 }
 
 // runLocality runs goroutines goroutines of n operations each on st and
@@ -73,7 +70,6 @@ func runLocality(t *testing.T, st *SystemTimer, goroutines, n int) localityResul
 			total.migrated += r.migrated
 			total.foreign += r.foreign
 			total.shared += r.shared
-			total.dq += r.dq
 			total.moves += r.moves
 			total.examples = append(total.examples, r.examples...)
 			mu.Unlock()
@@ -160,10 +156,6 @@ func localityOps(t *testing.T, st *SystemTimer, n int) (r localityResult) {
 		for _, tr := range *log {
 			switch {
 			case tr.what == "local":
-			case tr.sh == nil && tr.what == "delay queue":
-				if class == "local" || class == "migrated" {
-					class = "dq"
-				}
 			case tr.sh == nil:
 				class = "shared"
 			case tr.sh == before:
@@ -188,8 +180,6 @@ func localityOps(t *testing.T, st *SystemTimer, n int) (r localityResult) {
 			r.local++
 		case "migrated":
 			r.migrated++
-		case "dq":
-			r.dq++
 		case "foreign":
 			r.foreign++
 		case "shared":
@@ -243,13 +233,6 @@ func TestLocalityOwnTimers(t *testing.T) {
 		if r.moves > r.ops/50 || r.migrated > r.ops/4 {
 			t.Errorf("more migration than a preemption now and then explains: %v", r)
 		}
-		// A timer placed in a bucket nobody had queued pushes the bucket
-		// on the one delay queue that serves every shard: the crossing
-		// that is left by design (doc.go, "Cores"). With deadlines an
-		// hour out, a shard queues a new bucket every few minutes.
-		if r.dq > r.ops/100 {
-			t.Errorf("more operations wrote the delay queue than new buckets explain: %v", r)
-		}
 	})
 	t.Run("by-address", func(t *testing.T) {
 		// The instrument's own check: placement by address (the old
@@ -280,6 +263,84 @@ func TestLocalityOwnTimers(t *testing.T) {
 }
 
 func (r localityResult) checked() int { return r.ops - r.unchecked }
+
+// TestLocalityDrivers: firing stays on the shard. Goroutines arm timers of
+// their own, due within a tick to a few hundred milliseconds (level 0, and
+// the cascade from level 1), and others an hour out, and wait until every
+// one of the first has run; each
+// shard's driver must have touched (locked, expired, re-placed, drained)
+// its own shard only, and written no shared memory but the executor's
+// queue, once per batch of callbacks it handed over. No driver looks at
+// another shard for its next deadline.
+func TestLocalityDrivers(t *testing.T) {
+	old := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(old)
+	recordDrivers.Store(true)
+	defer recordDrivers.Store(false)
+	st := mustNew(t)
+	stopped := false
+	defer func() {
+		if !stopped {
+			st.Stop()
+		}
+	}()
+	const goroutines, n = 4, 400
+	var ran sync.WaitGroup
+	ran.Add(goroutines * n)
+	for g := range goroutines {
+		go func() {
+			for i := range n {
+				d := time.Duration(1+(i*7+g)%20) * time.Millisecond
+				if i%4 == 0 {
+					d += 100 * time.Millisecond // beyond level 0: cascaded
+				}
+				if _, err := st.AfterFunc(d, ran.Done); err != nil {
+					t.Error(err)
+					ran.Done()
+				}
+				// And one an hour out, left on the shard's incoming
+				// stack until a drain: a driver that drained any
+				// stack but its own's would touch another shard.
+				if _, err := st.AfterFunc(time.Hour, noop); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { ran.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a bound on a failure, not a wait
+		t.Fatalf("%d timers a few hundred milliseconds out have not all run after a minute", goroutines*n)
+	}
+	st.Stop()
+	stopped = true
+	expired, handed := 0, 0
+	for i := range st.shards {
+		sh := &st.shards[i]
+		l, ok := driverLogs.LoadAndDelete(sh)
+		if !ok {
+			t.Fatalf("shard %d's driver recorded nothing", i)
+		}
+		kinds := map[string]int{}
+		for _, tr := range *l.(*[]touchRec) {
+			switch {
+			case tr.sh == sh:
+				kinds[tr.what]++
+			case tr.sh == nil && tr.what == "executor":
+				handed++
+			default:
+				t.Errorf("shard %d's driver touched %s", i, touchesString(st, []touchRec{tr}, sh))
+			}
+		}
+		expired += kinds["expire"]
+		t.Logf("shard %d's driver: %v", i, kinds)
+	}
+	if expired == 0 || handed == 0 {
+		t.Fatalf("the drivers expired %d buckets and handed %d batches over: the instrument does not see firing", expired, handed)
+	}
+}
 
 // processorShard returns the shard of the calling goroutine's processor, as
 // its token names it, whatever st's placement; nil if it has no token.

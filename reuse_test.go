@@ -26,23 +26,22 @@ type reusable struct {
 
 // stackingManual returns a SystemTimer without a driver on which timers
 // armed an hour out are pushed on the incoming stack and stay there: a
-// timer a minute out, placed under the lock, makes wakeAt a minute out
-// once step has run. It returns that timer too.
-func stackingManual(t *testing.T) (*SystemTimer, *Timer) {
+// timer a minute out on each shard, placed under the lock, makes every
+// shard's wakeAt a minute out. It returns those timers too.
+func stackingManual(t *testing.T) (*SystemTimer, []*Timer) {
 	t.Helper()
 	st, err := New(withManual(), withAddressShards())
 	if err != nil {
 		t.Fatal(err)
 	}
-	anchor, err := st.AfterFunc(time.Minute, noop)
-	if err != nil {
-		t.Fatal(err)
-	}
+	anchors := anchorShards(t, st)
 	st.step()
-	if w := st.wakeAt.Load(); w > int64(time.Minute) {
-		t.Fatalf("wakeAt is %v after step, want at most a minute", time.Duration(w))
+	for i := range st.shards {
+		if w := st.shards[i].wakeAt.Load(); w > int64(time.Minute) {
+			t.Fatalf("shard %d's wakeAt is %v after step, want at most a minute", i, time.Duration(w))
+		}
 	}
-	return st, anchor
+	return st, anchors
 }
 
 // onShard returns a reusable whose timer hashes to sh.
@@ -63,7 +62,7 @@ func TestStopLeavesNoPointer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Without the driver nothing drains: every timer armed an hour
 			// out stays on the stack, in the order armed.
-			st, anchor := stackingManual(t)
+			st, anchors := stackingManual(t)
 			below, err := st.AfterFunc(time.Hour, noop)
 			if err != nil {
 				t.Fatal(err)
@@ -74,7 +73,7 @@ func TestStopLeavesNoPointer(t *testing.T) {
 			if below.sh.incoming.Load() != &r.t {
 				t.Fatal("the timer is not on top of the stack: this test no longer tests the stack")
 			}
-			want := []*Timer{anchor, below}
+			want := append(anchors, below)
 			if !tc.onTop {
 				above, err := st.AfterFunc(time.Hour, noop)
 				if err != nil {
@@ -103,7 +102,7 @@ func TestStopLeavesNoPointer(t *testing.T) {
 // TestStatsCountUnstacked: a timer that Stop pops off the stack was armed
 // and stopped, and Stats says so.
 func TestStatsCountUnstacked(t *testing.T) {
-	st, _ := stackingManual(t)
+	st, anchors := stackingManual(t)
 	defer st.Stop()
 	tm, err := st.AfterFunc(time.Hour, noop)
 	if err != nil {
@@ -116,8 +115,8 @@ func TestStatsCountUnstacked(t *testing.T) {
 		t.Fatalf("the timer was not popped by its Stop (unstacked = %d): this test no longer tests that path", n)
 	}
 	s := st.Stats()
-	if s.Armed != 2 || s.Stopped != 1 || s.Pending != 1 {
-		t.Fatalf("Stats: Armed %d, Stopped %d, Pending %d; want 2, 1, 1 (with the anchor)", s.Armed, s.Stopped, s.Pending)
+	if a := uint64(len(anchors)); s.Armed != a+1 || s.Stopped != 1 || s.Pending != int(a) {
+		t.Fatalf("Stats: Armed %d, Stopped %d, Pending %d; want %d, 1, %d (with the anchors)", s.Armed, s.Stopped, s.Pending, a+1, a)
 	}
 }
 

@@ -79,12 +79,12 @@ func TestReview2TickerOwedRunABA(t *testing.T) {
 		}
 		ct := &tk.ct
 		fc.Add(p)
-		for st.turn() { // the driver: the first tick's run is queued, not run
+		for st.turnFirst() { // the driver: the first tick's run is queued, not run
 		}
 		tk.Reset(p) // the queued run is owed
 		w := ct.when.Load()
 		fc.Add(p)
-		for st.turn() { // the Reset's deadline: queued again
+		for st.turnFirst() { // the Reset's deadline: queued again
 		}
 		runs := st.pool.Close() // what the workers would take
 		if len(runs) != 2 || runs[0] != &ct.t || runs[1] != &ct.t {

@@ -79,8 +79,8 @@ type Stats struct {
 	// started because callbacks blocked or ran long.
 	Workers, Helpers int
 	// Lag is how far the clock was past the time of the last level-0
-	// bucket the driver expired, when it did: the driver's own delay,
-	// before any worker's.
+	// bucket a shard's driver expired, when it did: the driver's own
+	// delay, before any worker's. The most of any shard's.
 	Lag time.Duration
 	// Levels is the number of wheel levels in use (the most of any shard).
 	Levels int
@@ -96,7 +96,6 @@ func (st *SystemTimer) Stats() Stats {
 	st.mustBeMade("Stats")
 	s := Stats{
 		Rejected: st.rejected.Load(),
-		Lag:      time.Duration(st.lag.Load()),
 		Tick:     time.Duration(st.tick),
 	}
 	now := st.now()
@@ -106,6 +105,7 @@ func (st *SystemTimer) Stats() Stats {
 		sh.drain(now)
 		s.Pending += sh.count
 		s.Levels = max(s.Levels, len(sh.levels))
+		s.Lag = max(s.Lag, time.Duration(sh.lag.Load()))
 		u := sh.unstacked.Load() // armed and stopped before they were placed
 		s.Armed += sh.stats.armed + u
 		s.Fired += sh.stats.fired

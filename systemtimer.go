@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/benbjohnson/clock"
-	"github.com/go-timingwheel/timingwheel/delayqueue"
 	"github.com/go-timingwheel/timingwheel/internal/executor"
 )
 
@@ -67,7 +66,6 @@ type SystemTimer struct {
 	// Reset moves a timer.
 	placeHook func() *shard
 
-	dq   *delayqueue.Queue[bucketRef]
 	pool *executor.Pool[*Timer]
 
 	maxPending int64
@@ -79,37 +77,22 @@ type SystemTimer struct {
 	rejected  atomic.Uint64
 	lateness  []*atomicHistogram // callback start − due time, by executor slot
 	workers   int                // WithWorkers
-	// lag is the driver's lag at its last expiry of a level-0 bucket: how
-	// far the clock was past the bucket's time, in ns. Only the driver
-	// writes it.
-	lag atomic.Int64
-	// handing is 1 while the driver holds timers it marked fired under a
-	// shard's lock and has not yet handed to the executor (see replace):
-	// every other path hands a timer over under the lock that marked it.
-	// Only the driver writes it; tests read it to wait for every owed run.
-	handing atomic.Int32
 
-	_ [64]byte // wakeAt and closed are read on every AfterFunc: keep them apart
-	// wakeAt bounds when the driver next drains the shards' incoming
-	// stacks, in ns since the epoch: it is the time of the delay queue's
-	// head, or later. AfterFunc may leave a timer due at or after wakeAt
-	// on an incoming stack instead of placing it; see shard.push.
-	wakeAt   atomic.Int64
-	closed   atomic.Bool
-	sleeping atomic.Bool // the driver is in the delay queue's Poll
-	_        [64]byte
+	_      [64]byte // closed is read on every AfterFunc: keep it apart
+	closed atomic.Bool
+	_      [64]byte
 
-	stopped    chan struct{} // closed when the first Stop has finished
-	driverDone chan struct{} // closed when the driver goroutine exits
-	manual     bool
-	isDefault  bool // Default's: Stop panics (see there); set before it is shared
+	// cascading counts the drivers re-placing a chunk of a cascade list
+	// that is not urgent; at most cascaders (immutable) do at once. See
+	// enterCascade. urgentTicks is cascadeUrgent in ticks, at least 1.
+	cascading   atomic.Int32
+	cascaders   int32
+	urgentTicks int64
 
-	batch []*Timer // the driver's scratch space for due timers
-	// The driver's own: when it next re-places a chunk of a cascade list
-	// due later than cascadePaceSlack, in ns since the epoch, and whether
-	// the delay queue holds the ref that wakes it then.
-	nextPace   int64
-	paceQueued bool
+	stopped   chan struct{}  // closed when the first Stop has finished
+	drivers   sync.WaitGroup // the shards' driver goroutines
+	manual    bool
+	isDefault bool // Default's: Stop panics (see there); set before it is shared
 }
 
 // New returns a running SystemTimer, or an error naming the first invalid
@@ -127,7 +110,6 @@ func New(opts ...Option) (*SystemTimer, error) {
 		maxPending: int64(c.maxPending),
 		workers:    c.workers,
 		stopped:    make(chan struct{}),
-		driverDone: make(chan struct{}),
 		manual:     c.manual,
 		byAddress:  c.byAddress,
 	}
@@ -136,12 +118,12 @@ func New(opts ...Option) (*SystemTimer, error) {
 		st.slotMask = st.wheelSize - 1
 	}
 	st.epoch = st.clock.Now()
-	st.dq = delayqueue.New[bucketRef](st.clock)
-	st.wakeAt.Store(math.MaxInt64)
 
 	nshards := 1 << bits.Len(uint(runtime.GOMAXPROCS(0)-1))
 	nshards = min(nshards, 64)
 	st.shardShift = uint(64 - bits.TrailingZeros(uint(nshards)))
+	st.cascaders = int32(max(1, runtime.GOMAXPROCS(0)/2))
+	st.urgentTicks = max(1, ceilDiv(int64(cascadeUrgent), st.tick))
 	st.shards = make([]shard, nshards)
 	for i := range st.shards {
 		st.shards[i].init(st)
@@ -170,10 +152,11 @@ func New(opts ...Option) (*SystemTimer, error) {
 		Stall:   min(c.tick, time.Millisecond),
 		Manual:  c.manual,
 	})
-	if st.manual {
-		close(st.driverDone)
-	} else {
-		go st.drive()
+	if !st.manual {
+		st.drivers.Add(len(st.shards))
+		for i := range st.shards {
+			go st.shards[i].drive()
+		}
 	}
 	return st, nil
 }
@@ -213,13 +196,30 @@ func runTimer(t *Timer, b *executor.Batch) {
 	}
 }
 
-// driverDue reports whether the driver sleeps past the time it should
-// wake: then a worker yields its processor, so that the processor runs the
-// driver's timer; else the worker keeps it (see executor's loop). With a
-// clock other than the real one, the driver also wakes every millisecond
-// of real time to look at the clock: the worker yields as before.
+// driverDue reports whether a shard's driver sleeps past the time it
+// should wake: then a worker yields its processor, so that the processor
+// runs the driver's timer; else the worker keeps it (see executor's loop).
+// With a clock other than the real one, the drivers also wake every
+// millisecond of real time to look at the clock: the worker yields as
+// before. It reads two words of each shard, every yieldEvery callbacks.
 func (st *SystemTimer) driverDue() bool {
-	return !st.realClock || st.sleeping.Load() && st.now() >= st.wakeAt.Load()
+	if !st.realClock {
+		return true
+	}
+	now := int64(-1)
+	for i := range st.shards {
+		sh := &st.shards[i]
+		if !sh.sleeping.Load() {
+			continue
+		}
+		if now < 0 {
+			now = st.now()
+		}
+		if now >= sh.wakeAt.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // touchTimer reads the words runTimer starts with: the timer's kind and
@@ -384,16 +384,16 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 // arm arms a new timer, one no other goroutine knows of yet, to run at when
 // (ns since the epoch).
 func (st *SystemTimer) arm(t *Timer, when, now int64) error {
-	if when < st.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
+	sh := t.sh // read before the push publishes t: a Reset may move it after
+	if when < sh.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
-	sh := t.sh // read before the push publishes t: a Reset may move it after
 	t.initQueued(when)
 	if !sh.push(t) {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.
 		return ErrStopped
 	}
-	if sh.pushed.Add(1) < drainDepth && when >= st.wakeAt.Load() {
+	if sh.pushed.Add(1) < drainDepth && when >= sh.wakeAt.Load() {
 		return nil // the common case
 	}
 	st.drainShard(sh, st.now())
@@ -690,8 +690,10 @@ func (st *SystemTimer) stop() []*Timer {
 		}
 		return nil
 	}
-	st.dq.Close()
-	<-st.driverDone
+	for i := range st.shards {
+		st.shards[i].dq.Close()
+	}
+	st.drivers.Wait()
 
 	// Every pending timer is returned: size the result once, since with
 	// millions of timers growing it by appending costs seconds.

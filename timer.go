@@ -407,21 +407,25 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			}
 		case stateQueued, stateQueuedStopped:
 			// Still on the stack: change the deadline it will be placed
-			// by. As for a push, the deadline must not be before wakeAt,
-			// read after the change (see shard.push).
-			if when > maxValue || when < st.wakeAt.Load() {
+			// by. As for a push, the deadline must not be before its
+			// shard's wakeAt, read after the change (see shard.push).
+			if when > maxValue || when < t.shard().wakeAt.Load() {
 				return t.resetLocked(when, now)
 			}
 			if t.w.CompareAndSwap(w, pack(when, stateQueued)) {
-				if when < st.wakeAt.Load() {
-					// Its shard now: the word may have come back
-					// to w since it was read, the timer moved.
-					st.drainShard(t.shard(), now)
+				// Its shard now: the word may have come back to w
+				// since it was read, the timer moved.
+				if sh := t.shard(); when < sh.wakeAt.Load() {
+					st.drainShard(sh, now)
 				}
 				return s == stateQueued, nil
 			}
 		case stateIdle, stateStopped, stateFired:
-			if when > maxValue || when < st.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
+			// (Before wakeAt, the push would be drained at once: the
+			// lock is taken either way. The shard may change below: the
+			// check after the push, on the shard pushed to, is the one
+			// that counts.)
+			if when > maxValue || when < t.shard().wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
 				return t.resetLocked(when, now)
 			}
 			// Take the timer (see the states): from here until it is
@@ -461,7 +465,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			if !t.w.CompareAndSwap(pack(when, stateOwned), pack(when, stateQueued)) && debugChecks {
 				panic("timingwheel: internal error: an arming timer changed under its pusher")
 			}
-			if sh.pushed.Add(1) >= drainDepth || when < st.wakeAt.Load() {
+			if sh.pushed.Add(1) >= drainDepth || when < sh.wakeAt.Load() {
 				st.drainShard(sh, st.now())
 			}
 			return false, nil

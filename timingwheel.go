@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/go-timingwheel/timingwheel/delayqueue"
 )
 
 // A level is one wheel of the hierarchy. Level k has wheelSize buckets, each
@@ -33,9 +35,11 @@ type level struct {
 // pageSize is how many buckets are allocated together; a power of two.
 const pageSize = 16
 
-// A shard is a complete hierarchy of wheels with its own lock. Timers are
-// spread over shards by address so that goroutines on different cores rarely
-// meet on one lock; all shards share the delay queue and the driver.
+// A shard is a complete hierarchy of wheels with its own lock, its own
+// delay queue and its own driver goroutine (see driver.go). A timer goes to
+// the shard of the processor that arms it (see SystemTimer.shardFor), so
+// that goroutines on different cores rarely meet on one lock, and each
+// shard's buckets expire on its own driver, in parallel with the others.
 type shard struct {
 	// incoming is a lock-free stack of timers armed and not placed yet;
 	// see shard.push. It is drained under mu.
@@ -74,17 +78,49 @@ type shard struct {
 
 	// cascadeDue[i] is the earliest tick at which a timer of cascade[i]
 	// may be due, or math.MaxInt64 when the list is empty. Only the
-	// driver reads and writes it (it may stay low after Stop empties the
-	// list: that only makes the driver look sooner).
+	// shard's driver reads and writes it (it may stay low after Stop
+	// empties the list: that only makes the driver look sooner).
 	cascadeDue [2]int64
 
 	st *SystemTimer // immutable
+	// dq holds the expirations of the shard's buckets that hold timers;
+	// the shard's driver sleeps on it. Pushed to with mu held (see place),
+	// polled by the driver alone; it has a lock of its own. Immutable.
+	dq *delayqueue.Queue[bucketRef]
+
+	// The shard's driver's own: its scratch space for due timers, and
+	// when it next re-places a chunk of a cascade list due later than
+	// cascadePaceSlack (ns since the epoch) and whether dq holds the ref
+	// that wakes it then.
+	batch      []*Timer
+	nextPace   int64
+	paceQueued bool
+
+	_ [64]byte // the driver's words below are read by every arming on the shard
+	// wakeAt bounds when the shard's driver next drains the incoming
+	// stack, in ns since the epoch: it is the time of dq's head, or
+	// later. An arming may leave a timer due at or after wakeAt on the
+	// stack instead of placing it; see shard.push. The driver stores it
+	// before each drain; a push of a new head lowers it (lowerWake).
+	wakeAt   atomic.Int64
+	sleeping atomic.Bool // the driver is in dq's Poll
+	// lag is the driver's lag at its last expiry of a level-0 bucket: how
+	// far the clock was past the bucket's time, in ns. Only the driver
+	// writes it.
+	lag atomic.Int64
+	// handing is 1 while the driver holds timers it marked fired under
+	// mu and has not yet handed to the executor (see replace): every
+	// other path hands a timer over under the lock that marked it. Only
+	// the driver writes it; tests read it to wait for every owed run.
+	handing atomic.Int32
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 func (sh *shard) init(st *SystemTimer) {
 	sh.st = st
+	sh.dq = delayqueue.New[bucketRef](st.clock)
+	sh.wakeAt.Store(math.MaxInt64)
 	sh.transit.init(make([]Timer, numLanes))
 	for i := range sh.cascade {
 		sh.cascade[i].init(make([]Timer, 1))
@@ -235,11 +271,11 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		// timer, so the later ones find their own bucket then.
 		if exp < b.queued {
 			b.queued = exp
-			touchShared("delay queue")
-			head, err := sh.st.dq.Push(bucketRef{b, lv, exp}, sh.st.tickTime(exp))
+			touch(sh, "delay queue")
+			head, err := sh.dq.Push(bucketRef{b, lv, exp}, sh.st.tickTime(exp))
 			if err == nil && head {
 				sh.wakeDQ = true
-				sh.st.lowerWake(satMul(exp, sh.st.tick))
+				sh.lowerWake(satMul(exp, sh.st.tick))
 			}
 		}
 		return false
@@ -253,8 +289,8 @@ func (sh *shard) unlock() {
 	sh.wakeDQ = false
 	sh.mu.Unlock()
 	if wake {
-		touchShared("delay queue")
-		sh.st.dq.Wake()
+		touch(sh, "delay queue")
+		sh.dq.Wake()
 	}
 }
 

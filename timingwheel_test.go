@@ -59,7 +59,7 @@ func wheelGoroutines() int {
 		if bubble != "" && synctestBubble.FindString(g) != bubble {
 			continue
 		}
-		if strings.Contains(g, "timingwheel.(*SystemTimer).drive") || strings.Contains(g, "internal/executor.(*Pool") {
+		if strings.Contains(g, "timingwheel.(*shard).drive") || strings.Contains(g, "internal/executor.(*Pool") {
 			n++
 		}
 	}

@@ -166,17 +166,17 @@ func TestConcurrentWindowRearmVsSystemStop(t *testing.T) {
 	}
 }
 
-// anchor arms a timer a minute out, so that the driver's next wake (wakeAt)
-// comes before an hour out: a Reset to an hour then re-arms a timer that is
-// not pending without the lock, by a push (see Timer.resetTo), the path
-// whose windows these tests open.
+// anchor arms a timer a minute out on every shard, so that each shard's
+// driver's next wake (wakeAt) comes before an hour out: a Reset to an hour
+// then re-arms a timer that is not pending without the lock, by a push (see
+// Timer.resetTo), the path whose windows these tests open.
 func anchor(t *testing.T, st *SystemTimer) {
 	t.Helper()
-	if _, err := st.AfterFunc(time.Minute, func() {}); err != nil {
-		t.Fatal(err)
-	}
-	if w := st.wakeAt.Load(); w > st.now()+int64(time.Minute) {
-		t.Fatalf("wakeAt is %v out after a timer was armed a minute out", time.Duration(w-st.now()))
+	anchorShards(t, st)
+	for i := range st.shards {
+		if w := st.shards[i].wakeAt.Load(); w > st.now()+int64(time.Minute) {
+			t.Fatalf("shard %d's wakeAt is %v out after a timer was armed a minute out", i, time.Duration(w-st.now()))
+		}
 	}
 }
 
@@ -444,8 +444,8 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 			}
 		}
 	}
-	if n := st.Len(); n != 1 {
-		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
 	}
 	st.checkInvariants()
 }
@@ -484,8 +484,8 @@ func TestConcurrentWindowStopVsMove(t *testing.T) {
 		t.Fatal("the parked Stop of a timer pending (on its new shard) returned false")
 	}
 	st.checkInvariants()
-	if n := st.Len(); n != 1 {
-		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
 	}
 }
 
@@ -547,8 +547,8 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 		t.Fatalf("the timer is in state %d after Stop, want stopped", s)
 	}
 	st.checkInvariants()
-	if n := st.Len(); n != 1 {
-		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
 	}
 }
 
@@ -579,8 +579,8 @@ func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
 	}
 	runDue(t, st, ran, 1)
 	st.checkInvariants()
-	if n := st.Len(); n != 1 {
-		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
 	}
 }
 
@@ -642,8 +642,8 @@ func TestConcurrentWindowRearmStaleShard(t *testing.T) {
 	}
 	runDue(t, st, ran, 1)
 	st.checkInvariants()
-	if n := st.Len(); n != 1 {
-		t.Fatalf("Len = %d, want 1 (the anchor)", n)
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
 	}
 }
 

@@ -53,9 +53,9 @@ var mutants = []mutant{
 	},
 	{
 		name: "stop-no-wait-driver", file: "systemtimer.go",
-		old: "\tst.dq.Close()\n\t<-st.driverDone",
-		new: "\tst.dq.Close()",
-		why: "SystemTimer.Stop does not wait for the driver to finish its batch",
+		old: "\t\tst.shards[i].dq.Close()\n\t}\n\tst.drivers.Wait()\n",
+		new: "\t\tst.shards[i].dq.Close()\n\t}\n",
+		why: "SystemTimer.Stop does not wait for the drivers to finish their batches",
 	},
 	{
 		name: "drain-runs-stopped", file: "timingwheel.go",
@@ -185,5 +185,17 @@ var mutants = []mutant{
 		old: "\tif from.closed {\n\t\tfrom.mu.Unlock()\n\t\treturn false\n\t}\n",
 		new: "",
 		why: "a re-arm moves a timer off a shard SystemTimer.Stop has closed, onto one it has not closed yet",
+	},
+	{
+		name: "driver-drains-all", file: "driver.go",
+		old: "\tif sh.incoming.Load() != nil {\n\t\tsh.st.drainShard(sh, sh.st.now())\n\t}\n",
+		new: "\tfor i := range sh.st.shards {\n\t\tif o := &sh.st.shards[i]; o.incoming.Load() != nil {\n\t\t\tsh.st.drainShard(o, sh.st.now())\n\t\t}\n\t}\n",
+		why: "a shard's driver drains every shard's incoming stack, as the one driver did: firing crosses cores",
+	},
+	{
+		name: "cascade-ungated", file: "driver.go",
+		old: "\t\tif n >= st.cascaders {\n\t\t\treturn false\n\t\t}\n",
+		new: "",
+		why: "every driver re-places its cascade lists back to back at once, leaving the workers no processor",
 	},
 }

@@ -26,7 +26,7 @@ import (
 // kinds names the goroutines by a function on their stacks, first match
 // wins.
 var kinds = []struct{ name, fn string }{
-	{"wheel driver", "timingwheel.(*SystemTimer).drive"},
+	{"wheel driver", "timingwheel.(*shard).drive"},
 	{"wheel worker", "internal/executor.(*Pool[...]).loop"},
 	{"wheel watch", "internal/executor.(*Pool[...]).watch"},
 	{"soak probe", "main.(*soakProbe).run"},
