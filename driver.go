@@ -130,8 +130,7 @@ func (sh *shard) turn() bool {
 			st.leaveCascade()
 			return true
 		}
-		// A ref without a bucket, like the pace's (see handle).
-		_, _ = sh.dq.Push(bucketRef{exp: nowTick + 1}, st.tickTime(nowTick+1))
+		sh.queueWake(nowTick + 1)
 		return false
 	}
 	return sh.paceCascade(now)
@@ -163,6 +162,14 @@ const cascadeUrgent = 16 * time.Millisecond
 // that comes within cascadeUrgent of its first deadline goes on without
 // asking. The count is the one word the drivers share, written once per
 // chunk while lists cascade.
+//
+// The gate is not fair: a driver that leaves it comes back at once for
+// its next chunk, while a refused one looks again a tick later, so one
+// shard's list may keep the place until it is done while another's waits
+// until cascadeUrgent before its first deadline, and a list that large
+// (tens of milliseconds to re-place) may then run some of its timers late.
+// The single driver re-placed the list due first, of any shard. Open: let
+// the waiting driver whose list is due first go next.
 func (st *SystemTimer) enterCascade() bool {
 	for {
 		n := st.cascading.Load()
@@ -213,13 +220,22 @@ func (sh *shard) paceCascade(now int64) bool {
 		return sh.cascadeChunk(math.MaxInt64)
 	}
 	if !sh.paceQueued {
-		// A ref without a bucket: handle only lets turn run again.
-		at := ceilDiv(sh.nextPace, sh.st.tick)
-		if _, err := sh.dq.Push(bucketRef{exp: at}, sh.st.tickTime(at)); err == nil {
-			sh.paceQueued = true
-		}
+		sh.paceQueued = sh.queueWake(ceilDiv(sh.nextPace, sh.st.tick))
 	}
 	return false
+}
+
+// queueWake queues a ref without a bucket at tick at, which only wakes the
+// driver (see handle), and lowers the shard's wakeAt to it, so that
+// driverDue sees the driver due then: settle published wakeAt before the
+// push. It reports whether the push succeeded (it fails once the queue is
+// closed).
+func (sh *shard) queueWake(at int64) bool {
+	if _, err := sh.dq.Push(bucketRef{exp: at}, sh.st.tickTime(at)); err != nil {
+		return false
+	}
+	sh.lowerWake(satMul(at, sh.st.tick))
+	return true
 }
 
 // handle expires a bucket the delay queue gave up, unless cascade lists
@@ -271,7 +287,9 @@ func (sh *shard) expire(ref bucketRef) {
 	b.minD = math.MaxInt64
 	b.root.moveAllTo(&sh.transit)
 	sh.mu.Unlock()
-	sh.lag.Store(sh.st.now() - satMul(ref.exp, sh.st.tick))
+	now := sh.st.now()
+	sh.lag.Store(now - satMul(ref.exp, sh.st.tick))
+	sh.lagAt.Store(now)
 	sh.replace(&sh.transit, true)
 }
 
@@ -421,7 +439,8 @@ func (sh *shard) settle() {
 }
 
 // lowerWake lowers wakeAt to w: a bucket due at w became the delay queue's
-// head, so the driver will drain by then. Called with mu held.
+// head (place, with mu held), or the driver queued a ref to wake itself
+// then (queueWake), so the driver will drain by then.
 func (sh *shard) lowerWake(w int64) {
 	for {
 		cur := sh.wakeAt.Load()

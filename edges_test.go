@@ -669,3 +669,80 @@ func TestCascadeGate(t *testing.T) {
 	require.Equal(t, uint64(2*n), st.Stats().Cascaded, "with a place free, the list waited")
 	require.Zero(t, st.cascading.Load(), "a place was not given back")
 }
+
+// armOn arms a timer d out on shard i, under its lock, whichever processor
+// the test runs on.
+func armOn(t *testing.T, st *SystemTimer, i int, d time.Duration, f func()) *Timer {
+	t.Helper()
+	tm := &Timer{f: f}
+	tm.sh = &st.shards[i]
+	now := st.now()
+	require.NoError(t, st.startLocked(tm, now+int64(d), now))
+	return tm
+}
+
+// TestDriverWakeSeen: a driver that queues a ref only to wake itself (the
+// cascade gate refused it, or a far list's pace) lowers its wakeAt to the
+// ref's time: settle published wakeAt before the push, and the workers,
+// which yield their processor only when a sleeping driver is past its
+// wakeAt (driverDue), would otherwise leave the driver asleep until the
+// next preemption, 10ms. Found by review: wakeAt stayed at "never" with
+// the gate's ref at the head.
+func TestDriverWakeSeen(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	sh := &st.shards[0]
+	headBound := func(what string) {
+		t.Helper()
+		at, ok := sh.dq.Peek()
+		require.True(t, ok, "%s: nothing queued", what)
+		require.LessOrEqual(t, sh.wakeAt.Load(), int64(at.Sub(st.epoch)), "%s: the driver's wakeAt is after its queue's head", what)
+	}
+	for range 10 {
+		armOn(t, st, 0, 700*time.Millisecond, func() {}) // level 1, expiring at 384ms
+	}
+	for range 2 * replaceChunk {
+		armOn(t, st, 0, 10*time.Minute, func() {}) // level 2, a far list: two chunks
+	}
+	for sh.turn() {
+	}
+	st.cascading.Store(st.cascaders) // other drivers hold every place
+	fc.Add(450 * time.Millisecond)
+	for sh.turn() {
+	}
+	require.NotEqual(t, int64(math.MaxInt64), sh.cascadeDue[0], "the near list was re-placed: the test no longer tests the gate")
+	headBound("refused by the gate")
+	st.cascading.Store(0)
+
+	fc.Add(10*time.Minute - 450*time.Millisecond - 65*time.Second) // the level-2 bucket has expired
+	for sh.turn() {
+	}
+	require.True(t, sh.paceQueued, "the far list is not paced: the test no longer tests the pace")
+	headBound("pacing a far list")
+}
+
+// TestStatsLagIsTheLatest: Stats.Lag is the lag of the latest expiry of
+// any shard, not the largest shard's last: a shard that expired a bucket
+// late and then went quiet pinned it for ever. Found by review.
+func TestStatsLagIsTheLatest(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	armOn(t, st, 0, 10*time.Millisecond, func() {})
+	fc.Add(510 * time.Millisecond) // shard 0 expires its bucket 500ms late
+	st.step()
+	require.Equal(t, 500*time.Millisecond, st.Stats().Lag)
+	for range 10 { // on time, on shard 1
+		armOn(t, st, 1, 10*time.Millisecond, func() {})
+		fc.Add(10 * time.Millisecond)
+		st.step()
+	}
+	require.Zero(t, st.Stats().Lag, "Lag still shows shard 0's late expiry after shard 1 expired buckets on time")
+}

@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -79,8 +80,8 @@ type Stats struct {
 	// started because callbacks blocked or ran long.
 	Workers, Helpers int
 	// Lag is how far the clock was past the time of the last level-0
-	// bucket a shard's driver expired, when it did: the driver's own
-	// delay, before any worker's. The most of any shard's.
+	// bucket a driver expired (of any shard), when it did: the driver's
+	// own delay, before any worker's.
 	Lag time.Duration
 	// Levels is the number of wheel levels in use (the most of any shard).
 	Levels int
@@ -99,13 +100,16 @@ func (st *SystemTimer) Stats() Stats {
 		Tick:     time.Duration(st.tick),
 	}
 	now := st.now()
+	lagAt := int64(math.MinInt64)
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.mu.Lock()
 		sh.drain(now)
 		s.Pending += sh.count
 		s.Levels = max(s.Levels, len(sh.levels))
-		s.Lag = max(s.Lag, time.Duration(sh.lag.Load()))
+		if at := sh.lagAt.Load(); at > lagAt {
+			lagAt, s.Lag = at, time.Duration(sh.lag.Load())
+		}
 		u := sh.unstacked.Load() // armed and stopped before they were placed
 		s.Armed += sh.stats.armed + u
 		s.Fired += sh.stats.fired

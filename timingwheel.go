@@ -105,9 +105,10 @@ type shard struct {
 	wakeAt   atomic.Int64
 	sleeping atomic.Bool // the driver is in dq's Poll
 	// lag is the driver's lag at its last expiry of a level-0 bucket: how
-	// far the clock was past the bucket's time, in ns. Only the driver
-	// writes it.
-	lag atomic.Int64
+	// far the clock was past the bucket's time, in ns; lagAt is when it
+	// expired it, in ns since the epoch, so that Stats reports the most
+	// recent expiry of any shard. Only the driver writes them.
+	lag, lagAt atomic.Int64
 	// handing is 1 while the driver holds timers it marked fired under
 	// mu and has not yet handed to the executor (see replace): every
 	// other path hands a timer over under the lock that marked it. Only
