@@ -188,8 +188,9 @@
 // every shard for that), a shard with nothing due wakes nobody, and the
 // shards' expiries and cascades run on several cores at once, though at
 // most half the processors (at least one) re-place cascade lists that are
-// not urgent at once: cascading a storm's level-1 buckets on every
-// processor left the workers none (see enterCascade). The price:
+// not urgent at once, the list due first first: cascading a storm's
+// level-1 buckets on every processor left the workers none (see
+// enterCascade). The price:
 // GOMAXPROCS (rounded up) driver goroutines, asleep while nothing is due,
 // where there was one; and timers of different shards due in one tick, or
 // made due together by a jump of the clock, run in either order, as the

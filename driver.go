@@ -123,10 +123,12 @@ func (sh *shard) turn() bool {
 		return true
 	}
 	// Lists due within cascadePaceSlack: back to back too, but by at most
-	// cascaders drivers at once; the others look again a tick later.
-	if sh.cascadeDueBy(nowTick + int64(cascadePaceSlack)/st.tick) {
-		if st.enterCascade() {
-			sh.cascadeChunk(nowTick + int64(cascadePaceSlack)/st.tick)
+	// cascaders drivers at once, the list due first first; the others
+	// look again a tick later.
+	slack := nowTick + int64(cascadePaceSlack)/st.tick
+	if due := min(sh.cascadeDue[0], sh.cascadeDue[1]); due <= slack {
+		if st.enterCascade(due, nowTick) {
+			sh.cascadeChunk(slack)
 			st.leaveCascade()
 			return true
 		}
@@ -136,20 +138,16 @@ func (sh *shard) turn() bool {
 	return sh.paceCascade(now)
 }
 
-// cascadeDueBy reports whether a cascade list of the shard may hold a timer
-// due by tick limit.
-func (sh *shard) cascadeDueBy(limit int64) bool {
-	return min(sh.cascadeDue[0], sh.cascadeDue[1]) <= limit
-}
-
 // cascadeUrgent: a cascade list that may hold a timer due this soon is
 // re-placed back to back by its driver, whatever the others do.
 const cascadeUrgent = 16 * time.Millisecond
 
 // enterCascade reports whether the calling driver may re-place a chunk of a
 // cascade list due within cascadePaceSlack (and not within cascadeUrgent)
-// now: whether fewer than st.cascaders drivers are doing so. If it reports
-// true, the driver calls leaveCascade after the chunk.
+// now, the first due at tick due: whether fewer than st.cascaders drivers
+// are doing so, and no driver refused in the last tick waits with a list
+// due earlier. If it reports true, the driver calls leaveCascade after the
+// chunk; if false, it looks again a tick later.
 //
 // Such a list is a bucket of level 1 expired a quarter of its width early:
 // at a million timers a second, half a million timers, which its driver
@@ -163,21 +161,52 @@ const cascadeUrgent = 16 * time.Millisecond
 // asking. The count is the one word the drivers share, written once per
 // chunk while lists cascade.
 //
-// The gate is not fair: a driver that leaves it comes back at once for
-// its next chunk, while a refused one looks again a tick later, so one
-// shard's list may keep the place until it is done while another's waits
-// until cascadeUrgent before its first deadline, and a list that large
-// (tens of milliseconds to re-place) may then run some of its timers late.
-// The single driver re-placed the list due first, of any shard. Open: let
-// the waiting driver whose list is due first go next.
-func (st *SystemTimer) enterCascade() bool {
+// The list due first goes first, as with the single driver, which
+// re-placed the list due first of any shard: a driver leaving the gate
+// comes back at once for its next chunk, while a refused one looks again
+// only a tick later, so without an order one shard's list would keep the
+// place until done while another's, due earlier, waited until cascadeUrgent
+// before its first deadline (found by review). A refused driver leaves its
+// list's due tick in waitDue, if earlier than the one there or if that one
+// is stale (not renewed for a tick: its driver got in, or its list was
+// re-placed otherwise); a driver whose list is due later steps aside. The
+// two words are a hint, written without a lock: a stale or torn pair costs
+// a tick of waiting, never a timer, since urgent lists do not ask.
+func (st *SystemTimer) enterCascade(due, nowTick int64) bool {
+	if w := st.waitDue.Load(); w < due && st.waitTick.Load() >= nowTick-1 {
+		st.waitFor(due, nowTick)
+		return false
+	}
 	for {
 		n := st.cascading.Load()
 		if n >= st.cascaders {
+			st.waitFor(due, nowTick)
 			return false
 		}
 		if st.cascading.CompareAndSwap(n, n+1) {
-			return true
+			break
+		}
+	}
+	if st.waitDue.Load() == due {
+		st.waitDue.CompareAndSwap(due, math.MaxInt64) // served
+	}
+	return true
+}
+
+// waitFor leaves due in waitDue for the next tick, if it is earlier than
+// what is there or that is stale.
+func (st *SystemTimer) waitFor(due, nowTick int64) {
+	for {
+		w := st.waitDue.Load()
+		if w <= due && st.waitTick.Load() >= nowTick-1 {
+			if w == due {
+				st.waitTick.Store(nowTick) // still waiting
+			}
+			return
+		}
+		if st.waitDue.CompareAndSwap(w, due) {
+			st.waitTick.Store(nowTick)
+			return
 		}
 	}
 }

@@ -746,3 +746,46 @@ func TestStatsLagIsTheLatest(t *testing.T) {
 	}
 	require.Zero(t, st.Stats().Lag, "Lag still shows shard 0's late expiry after shard 1 expired buckets on time")
 }
+
+// TestCascadeGateOrder: with the cascade gate full, the refused driver
+// whose list is due first goes next: a driver whose list is due later
+// steps aside for it, and gets in once that one is served. Without the
+// order, a driver leaving the gate came back at once for its next chunk
+// while a refused one looked again a tick later, so an earlier list could
+// wait until cascadeUrgent before its deadline. Found by review.
+func TestCascadeGateOrder(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	late, early := &st.shards[0], &st.shards[1]
+	const n = 10
+	for range n {
+		armOn(t, st, 0, 900*time.Millisecond, func() {}) // level 1, bucket expiring at 384ms
+		armOn(t, st, 1, 700*time.Millisecond, func() {})
+	}
+	for late.turn() || early.turn() {
+	}
+	st.cascading.Store(st.cascaders) // every place taken
+	fc.Add(450 * time.Millisecond)
+	for late.turn() {
+	}
+	for early.turn() {
+	}
+	require.Zero(t, st.Stats().Cascaded, "a driver cascaded while the others held every place")
+	st.cascading.Store(0) // the places are given back
+	fc.Add(time.Millisecond)
+	for late.turn() { // its wake-up ref, then the gate
+	}
+	require.Zero(t, st.Stats().Cascaded, "the driver whose list is due later did not step aside for the one due earlier")
+	for early.turn() {
+	}
+	require.Equal(t, uint64(n), st.Stats().Cascaded, "the driver whose list is due first did not get in")
+	fc.Add(time.Millisecond) // the later one looks again
+	for late.turn() {
+	}
+	require.Equal(t, uint64(2*n), st.Stats().Cascaded, "the driver whose list is due later did not get in once the earlier was served")
+	require.Zero(t, st.cascading.Load(), "a place was not given back")
+}

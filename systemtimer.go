@@ -88,6 +88,10 @@ type SystemTimer struct {
 	cascading   atomic.Int32
 	cascaders   int32
 	urgentTicks int64
+	// waitDue is the first due tick of the earliest cascade list a
+	// refused driver waits to re-place, and waitTick the tick at which it
+	// was last refused; see enterCascade. Hints, written without a lock.
+	waitDue, waitTick atomic.Int64
 
 	stopped   chan struct{}  // closed when the first Stop has finished
 	drivers   sync.WaitGroup // the shards' driver goroutines
@@ -124,6 +128,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.shardShift = uint(64 - bits.TrailingZeros(uint(nshards)))
 	st.cascaders = int32(max(1, runtime.GOMAXPROCS(0)/2))
 	st.urgentTicks = max(1, ceilDiv(int64(cascadeUrgent), st.tick))
+	st.waitDue.Store(math.MaxInt64)
 	st.shards = make([]shard, nshards)
 	for i := range st.shards {
 		st.shards[i].init(st)

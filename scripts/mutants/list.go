@@ -194,8 +194,14 @@ var mutants = []mutant{
 	},
 	{
 		name: "cascade-ungated", file: "driver.go",
-		old: "\t\tif n >= st.cascaders {\n\t\t\treturn false\n\t\t}\n",
+		old: "\t\tif n >= st.cascaders {\n\t\t\tst.waitFor(due, nowTick)\n\t\t\treturn false\n\t\t}\n",
 		new: "",
 		why: "every driver re-places its cascade lists back to back at once, leaving the workers no processor",
+	},
+	{
+		name: "gate-unordered", file: "driver.go",
+		old: "\tif w := st.waitDue.Load(); w < due && st.waitTick.Load() >= nowTick-1 {\n\t\tst.waitFor(due, nowTick)\n\t\treturn false\n\t}\n",
+		new: "",
+		why: "a driver whose cascade list is due later does not step aside for a waiting one due earlier",
 	},
 }
