@@ -670,6 +670,20 @@ func TestCascadeGate(t *testing.T) {
 	require.Zero(t, st.cascading.Load(), "a place was not given back")
 }
 
+// shardedManual returns a manual SystemTimer with two shards at least,
+// whatever the machine, stopped when the test ends, and its clock.
+func shardedManual(t *testing.T) (*SystemTimer, *fakeClock) {
+	t.Helper()
+	if runtime.GOMAXPROCS(0) < 2 {
+		old := runtime.GOMAXPROCS(2)
+		t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+	}
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	t.Cleanup(func() { st.Stop() })
+	return st, fc
+}
+
 // armOn arms a timer d out on shard i, under its lock, whichever processor
 // the test runs on.
 func armOn(t *testing.T, st *SystemTimer, i int, d time.Duration, f func()) *Timer {
@@ -689,12 +703,7 @@ func armOn(t *testing.T, st *SystemTimer, i int, d time.Duration, f func()) *Tim
 // next preemption, 10ms. Found by review: wakeAt stayed at "never" with
 // the gate's ref at the head.
 func TestDriverWakeSeen(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	}
-	fc := newFakeClock()
-	st := newManual(t, fc)
-	defer st.Stop()
+	st, fc := shardedManual(t)
 	sh := &st.shards[0]
 	headBound := func(what string) {
 		t.Helper()
@@ -729,12 +738,7 @@ func TestDriverWakeSeen(t *testing.T) {
 // any shard, not the largest shard's last: a shard that expired a bucket
 // late and then went quiet pinned it for ever. Found by review.
 func TestStatsLagIsTheLatest(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	}
-	fc := newFakeClock()
-	st := newManual(t, fc)
-	defer st.Stop()
+	st, fc := shardedManual(t)
 	armOn(t, st, 0, 10*time.Millisecond, func() {})
 	fc.Add(510 * time.Millisecond) // shard 0 expires its bucket 500ms late
 	st.step()
@@ -754,12 +758,7 @@ func TestStatsLagIsTheLatest(t *testing.T) {
 // while a refused one looked again a tick later, so an earlier list could
 // wait until cascadeUrgent before its deadline. Found by review.
 func TestCascadeGateOrder(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	}
-	fc := newFakeClock()
-	st := newManual(t, fc)
-	defer st.Stop()
+	st, fc := shardedManual(t)
 	late, early := &st.shards[0], &st.shards[1]
 	const n = 10
 	for range n {
