@@ -194,10 +194,22 @@ type Pool[T any] struct {
 	found  []*worker[T] // the watch's scratch
 	stolen []T          // the watch's scratch
 	inSlot []int        // goroutines running with each slot
+	pokes  int          // goroutines of other pools the watch is to wake, once it lets go of mu (see replace)
 
 	queuedBatch Batch // RunQueued's, in the pool so that it does not escape per call; its callers take turns
 
 	panics atomic.Uint64 // items that panicked
+
+	// Set by NewGroup before any goroutine of the group starts, then
+	// immutable: the group (nil for a pool made by New), the pool's
+	// index in it, and its first slot (its slots are [slotBase,
+	// slotBase+len(inSlot))).
+	group    *Group[T]
+	index    int
+	slotBase int
+	// hint is what the other pools of the group read of this one
+	// without its lock (see Group): written with mu held, by note.
+	hint poolHint
 }
 
 // yieldEvery is how many items a worker runs between yields of its P.
@@ -267,6 +279,13 @@ func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 // New starts a pool. It panics if Workers or Stall is not positive, unless
 // Manual is set.
 func New[T any](c Config[T]) *Pool[T] {
+	p := build(c)
+	p.start(c.Workers)
+	return p
+}
+
+// build makes a pool that runs nothing yet; start starts it.
+func build[T any](c Config[T]) *Pool[T] {
 	p := &Pool[T]{
 		run:     c.Run,
 		batchAt: c.Now,
@@ -300,14 +319,22 @@ func New[T any](c Config[T]) *Pool[T] {
 	}
 	p.timer = time.NewTimer(time.Hour)
 	p.timer.Stop()
+	return p
+}
+
+// start starts the watch and workers goroutines, unless the pool is
+// manual.
+func (p *Pool[T]) start(workers int) {
+	if p.manual {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live++
 	go p.watch()
-	for range c.Workers {
+	for range workers {
 		p.spawn()
 	}
-	return p
 }
 
 // now is the pool's clock.
@@ -320,17 +347,26 @@ func (p *Pool[T]) Submit(items ...T) bool {
 		return true
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return false
 	}
 	p.queue.push(items)
 	if p.manual {
+		p.mu.Unlock()
 		return true
 	}
 	p.wake()
-	if p.queue.len() > p.coming {
+	spare := p.queue.len() > p.coming
+	if spare {
 		p.arm()
+	}
+	p.note()
+	p.mu.Unlock()
+	if spare && p.group != nil {
+		// No goroutine of this pool is free for them: one of another
+		// pool that waits for work may take them (see Group).
+		p.group.poke(p)
 	}
 	return true
 }
@@ -343,6 +379,7 @@ func (p *Pool[T]) wake() {
 		p.coming++
 		p.work.Signal()
 	}
+	p.note()
 }
 
 // spawn starts a goroutine that takes work at once. Called with mu held.
@@ -352,6 +389,8 @@ func (p *Pool[T]) spawn() {
 	p.gs++
 	p.live++
 	p.coming++
+	p.noteGoing()
+	p.note()
 	go p.loop(w)
 }
 
@@ -365,12 +404,12 @@ func (p *Pool[T]) takeSlot() int {
 		}
 	}
 	p.inSlot[best]++
-	return best
+	return p.slotBase + best
 }
 
 // putSlot gives back the slot of a goroutine that exits. Called with mu
 // held.
-func (p *Pool[T]) putSlot(s int) { p.inSlot[s]-- }
+func (p *Pool[T]) putSlot(s int) { p.inSlot[s-p.slotBase]-- }
 
 func (p *Pool[T]) addWatched(w *worker[T]) {
 	w.index = len(p.watched)
@@ -417,7 +456,12 @@ func (p *Pool[T]) watch() {
 		if p.watching {
 			p.look(false)
 		}
+		pokes := p.pokes
+		p.pokes = 0
 		p.mu.Unlock()
+		for range pokes {
+			p.group.poke(p)
+		}
 	}
 }
 
@@ -475,6 +519,7 @@ func (p *Pool[T]) look(arming bool) {
 			p.stuck++
 			stolen = w.steal(stolen)
 		}
+		p.noteGoing()
 		p.queue.pushFront(stolen)
 		clear(stolen)
 		p.stolen = stolen[:0]
@@ -491,6 +536,7 @@ func (p *Pool[T]) look(arming bool) {
 	} else {
 		p.watching = false
 	}
+	p.note()
 }
 
 // replace starts goroutines for the queued items no goroutine is coming
@@ -505,7 +551,17 @@ func (p *Pool[T]) replace(now, longest time.Duration) {
 	// A goroutine per item only for goroutines stuck longer than a
 	// goroutine commonly waits for a processor right now.
 	starved := p.starved(now) || longest < 2*p.sched
-	for range spawns(p.gs-p.stuck, p.size, items, starved, p.gs-p.size) {
+	extra := p.gs - p.size
+	if g := p.group; g != nil {
+		// The free goroutines of other pools take as many items: the
+		// watch pokes them once it has let go of mu (see Group).
+		// maxExtra bounds the whole group's extra goroutines.
+		free, gs := g.others(p)
+		p.pokes = min(free, items)
+		items -= p.pokes
+		extra += gs - (g.size - p.size)
+	}
+	for range spawns(p.gs-p.stuck, p.size, items, starved, extra) {
 		p.spawn()
 	}
 }
@@ -650,6 +706,12 @@ func (p *meter) measure(now time.Duration) (busy bool, sched time.Duration) {
 // with mu held.
 func (p *Pool[T]) take(w *worker[T]) {
 	takers := p.coming + 1
+	if p.group != nil && p.queue.len() > takers {
+		// Free goroutines of other pools take a share too: the
+		// caller pokes them (see Group).
+		free, _ := p.group.others(p)
+		takers += min(free, p.queue.len()-takers)
+	}
 	n := min(batchMax, (p.queue.len()+takers-1)/takers)
 	clear(w.batch)
 	w.batch = p.queue.pop(w.batch[:0], n)
@@ -666,6 +728,7 @@ func (p *Pool[T]) take(w *worker[T]) {
 	if arm {
 		p.arm()
 	}
+	p.note()
 }
 
 // loop runs batches of queued items, until the pool is closed or there is
@@ -691,6 +754,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			p.removeWatched(w)
 		}
 		p.gs--
+		p.noteGoing()
 		if !normal && !p.closed {
 			// Put back what this goroutine had not started, and replace
 			// it if it was needed.
@@ -715,7 +779,24 @@ func (p *Pool[T]) loop(w *worker[T]) {
 				normal = true
 				return
 			}
+			if p.group != nil {
+				if p.steal() {
+					continue
+				}
+				if windowHook != nil {
+					windowHook("idle")
+				}
+			}
 			p.idle++
+			p.note()
+			if p.group != nil && p.group.spareElsewhere(p) {
+				// Published as waiting, then a pool with spare
+				// items seen: a Submit that saw this pool's hint
+				// before it said waiting did not poke it. Steal.
+				p.idle--
+				p.note()
+				continue
+			}
 			p.work.Wait()
 			if !p.closed {
 				p.coming--
@@ -727,7 +808,11 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			return
 		}
 		p.take(w)
+		spare := p.group != nil && p.queue.len() > p.coming
 		p.mu.Unlock()
+		if spare {
+			p.group.poke(p)
+		}
 		if p.touch != nil {
 			var sum uintptr
 			for _, v := range w.batch {
@@ -768,6 +853,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			w.stuck = false
 			p.stuck--
 			p.addWatched(w)
+			p.noteGoing()
 		}
 	}
 }
@@ -826,6 +912,10 @@ func (p *Pool[T]) Panics() uint64 { return p.panics.Load() }
 func (p *Pool[T]) Load() (backlog, goroutines int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.loadLocked()
+}
+
+func (p *Pool[T]) loadLocked() (backlog, goroutines int) {
 	backlog = p.queue.len()
 	for _, w := range p.byID {
 		if w.busy {
@@ -840,6 +930,10 @@ func (p *Pool[T]) Load() (backlog, goroutines int) {
 func (p *Pool[T]) Idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.idleLocked()
+}
+
+func (p *Pool[T]) idleLocked() bool {
 	if p.queue.len() > 0 {
 		return false
 	}
@@ -880,6 +974,7 @@ func (p *Pool[T]) Close() []T {
 	}
 	clear(found)
 	left = append(left, p.queue.drain()...)
+	p.note()
 	want := 0
 	if p.byID[me] != nil {
 		want = 1 // called from a callback: do not wait for ourselves

@@ -1,0 +1,363 @@
+package executor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGroupSharesOut: Workers and Slots are shared out among the pools,
+// at most one pool per worker, and a home's pool is its index mod the
+// pools; a manual group has one pool.
+func TestGroupSharesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(int, *Batch) {}
+		for _, c := range []struct{ workers, slots, homes, pools int }{
+			{16, 16, 16, 16}, {5, 5, 4, 4}, {2, 2, 8, 2}, {1, 1, 4, 1}, {64, 64, 4, 4},
+		} {
+			g := NewGroup(Config[int]{Workers: c.workers, Slots: c.slots, Stall: time.Hour, Run: run}, c.homes)
+			require.Equal(t, c.pools, g.Pools())
+			total := 0
+			for i, p := range g.pools {
+				total += p.size
+				assert.Equal(t, i*(g.slots/c.pools), p.slotBase)
+				assert.Same(t, p, g.Pool(i+c.pools))
+			}
+			assert.Equal(t, c.workers, total, "workers of %+v", c)
+			synctest.Wait()
+			_, gs := g.Load()
+			assert.Equal(t, c.workers, gs)
+			assert.Empty(t, g.Close())
+		}
+		g := NewGroup(Config[int]{Workers: 8, Slots: 8, Manual: true, Run: run}, 8)
+		assert.Equal(t, 1, g.Pools())
+		assert.Empty(t, g.Close())
+	})
+}
+
+// TestGroupStealsFromABusyPool: items submitted to a pool whose one
+// goroutine blocks run on the other pool's goroutine, which was waiting
+// for work: the Submit pokes it and it steals them. The stall delay is an
+// hour, so the watch starts no goroutine: only stealing runs them.
+func TestGroupStealsFromABusyPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var ran atomic.Int32
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			if v == 0 {
+				<-release
+				return
+			}
+			ran.Add(1)
+		}}, 2)
+		defer g.Close()
+		defer close(release)
+		synctest.Wait() // both goroutines wait for work
+		p := g.Pool(0)
+		p.Submit(0) // blocks pool 0's goroutine
+		synctest.Wait()
+		for i := 1; i <= 40; i++ {
+			p.Submit(i)
+		}
+		synctest.Wait()
+		assert.Equal(t, int32(40), ran.Load(), "items run by the other pool's goroutine")
+	})
+}
+
+// TestGroupStealsWhenFree: a goroutine busy when the items were submitted
+// steals them once it is free, without another Submit to poke it.
+func TestGroupStealsWhenFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+		var ran atomic.Int32
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			if v < 2 {
+				<-release[v]
+				return
+			}
+			ran.Add(1)
+		}}, 2)
+		defer g.Close()
+		defer close(release[0])
+		synctest.Wait()
+		g.Pool(0).Submit(0)
+		g.Pool(1).Submit(1)
+		synctest.Wait() // both goroutines blocked
+		for i := 2; i < 42; i++ {
+			g.Pool(0).Submit(i)
+		}
+		synctest.Wait()
+		require.Zero(t, ran.Load())
+		close(release[1])
+		synctest.Wait()
+		assert.Equal(t, int32(40), ran.Load(), "items pool 1's goroutine stole once free")
+	})
+}
+
+// TestGroupBlockedItemsAllStartWithinStall is TestBlockedItemsAllStartWithinStall
+// for a group whose items are all submitted to one pool, while the other
+// pools' goroutines are free: items that all block start within twice the
+// stall delay of their submission (see Group: an item stolen, behind one
+// that blocks, by a goroutine that came free late waits for that
+// goroutine's stall delay), and once released, the goroutines added go
+// away.
+func TestGroupBlockedItemsAllStartWithinStall(t *testing.T) {
+	const stall = time.Millisecond
+	for _, workers := range []int{8, 2} {
+		for _, n := range []int{8, 40, 200} {
+			t.Run(fmt.Sprintf("workers=%d/N=%d", workers, n), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := newBlocker()
+					g := NewGroup(Config[int]{Workers: workers, Slots: workers, Stall: stall, Run: b.run}, workers)
+					defer g.Close()
+					defer b.stop()
+					synctest.Wait()
+					start := time.Now()
+					for i := range n {
+						g.Pool(0).Submit(i)
+					}
+					time.Sleep(10 * stall)
+					assert.Equal(t, n, b.count(), "items started")
+					for v, at := range b.started {
+						assert.LessOrEqual(t, at.Sub(start), 2*stall, "item %d held up by blocked ones", v)
+					}
+					b.stop()
+					synctest.Wait()
+					assert.Equal(t, workers, runGoroutines(), "goroutines left once nothing blocks")
+					assert.Empty(t, g.Close())
+				})
+			})
+		}
+	}
+}
+
+// TestGroupOneStuckStartsOne: one item that blocks in a pool of one
+// goroutine, while the other pools' goroutines make progress, costs one
+// goroutine, as one stuck worker of a single pool does: not a goroutine
+// per waiting item, since the other pools take the waiting items.
+func TestGroupOneStuckStartsOne(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: stall, Run: func(v int, _ *Batch) {
+			if v == 0 {
+				<-release
+				return
+			}
+			time.Sleep(stall / 10) // slow, never stuck
+		}}, 4)
+		defer g.Close()
+		defer close(release)
+		synctest.Wait()
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		for i := 1; i <= 400; i++ {
+			g.Pool(0).Submit(i)
+		}
+		time.Sleep(20 * stall)
+		synctest.Wait()
+		_, gs := g.Load()
+		assert.LessOrEqual(t, gs, 5, "goroutines that run items: the workers and one for the stuck one")
+	})
+}
+
+// TestGroupCloseHandsBackEverything: submitters on every pool and Close at
+// a random moment, with goroutines stealing from each other: every item
+// either ran once or came back from Close once, and no goroutine is left.
+func TestGroupCloseHandsBackEverything(t *testing.T) {
+	for round := range 40 {
+		var mu sync.Mutex
+		ran := map[int]int{}
+		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: 100 * time.Microsecond, Run: func(v int, _ *Batch) {
+			if v%97 == 0 {
+				time.Sleep(200 * time.Microsecond) // stuck now and then
+			}
+			mu.Lock()
+			ran[v]++
+			mu.Unlock()
+		}}, 4)
+		var wg sync.WaitGroup
+		var accepted sync.Map
+		for s := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 2000 {
+					v := s*1_000_000 + i
+					if g.Pool(rand.IntN(4)).Submit(v) {
+						accepted.Store(v, true)
+					}
+					if i%64 == 0 {
+						runtime.Gosched()
+					}
+				}
+			}()
+		}
+		if round%2 == 0 {
+			runtime.Gosched()
+		}
+		left := g.Close()
+		wg.Wait()
+		back := map[int]int{}
+		for _, v := range left {
+			back[v]++
+		}
+		mu.Lock()
+		accepted.Range(func(k, _ any) bool {
+			v := k.(int)
+			if ran[v]+back[v] != 1 {
+				t.Errorf("round %d: item %d ran %d times and came back %d times", round, v, ran[v], back[v])
+			}
+			return true
+		})
+		for v, n := range ran {
+			if _, ok := accepted.Load(v); !ok || n != 1 {
+				t.Errorf("round %d: item %d ran %d times (accepted %v)", round, v, n, ok)
+			}
+		}
+		mu.Unlock()
+	}
+}
+
+// TestGroupStealWindowClose parks a thief between giving up its own lock
+// and taking both pools' (the window of a steal from a pool of lower
+// index), closes the group meanwhile, and checks that the items it was
+// about to steal are handed back by Close and none is run or lost.
+func TestGroupStealWindowClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parked, resume := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		windowHook = func(w string) {
+			if w == "steal" {
+				once.Do(func() {
+					close(parked)
+					<-resume
+				})
+			}
+		}
+		defer func() { windowHook = nil }()
+		release := make(chan struct{})
+		var ran atomic.Int32
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			if v == 0 {
+				<-release
+				return
+			}
+			ran.Add(1)
+		}}, 2)
+		synctest.Wait()
+		g.Pool(0).Submit(0) // pool 0's goroutine blocks
+		synctest.Wait()
+		g.Pool(0).Submit(1, 2, 3, 4) // pool 1's goroutine comes to steal
+		<-parked
+		closed := make(chan []int)
+		go func() { closed <- g.Close() }()
+		synctest.Wait() // Close waits for pool 0's blocked item
+		close(release)
+		synctest.Wait() // pool 0 closed; Close now waits for the thief of pool 1
+		close(resume)
+		left := <-closed
+		slices.Sort(left)
+		assert.Equal(t, []int{1, 2, 3, 4}, left)
+		assert.Zero(t, ran.Load())
+		assert.Zero(t, poolGoroutines())
+	})
+}
+
+// TestGroupStealWindowIntoClosed parks a thief of pool 1 in the window
+// while pool 1 is closed but pool 0 is not yet: the thief must not move
+// pool 0's items into the closed pool, where nothing would run them or
+// hand them back.
+func TestGroupStealWindowIntoClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parked, resume := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		windowHook = func(w string) {
+			if w == "steal" {
+				once.Do(func() {
+					close(parked)
+					<-resume
+				})
+			}
+		}
+		defer func() { windowHook = nil }()
+		release := make(chan struct{})
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			if v == 0 {
+				<-release
+			}
+		}}, 2)
+		synctest.Wait()
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		g.Pool(0).Submit(1, 2, 3, 4)
+		<-parked
+		// Close pool 1 alone, as Close does before or after pool 0.
+		got1 := make(chan []int)
+		go func() { got1 <- g.pools[1].Close() }()
+		synctest.Wait() // pool 1's Close waits for its thief
+		close(resume)
+		assert.Empty(t, <-got1)
+		got0 := make(chan []int)
+		go func() { got0 <- g.pools[0].Close() }()
+		synctest.Wait() // pool 0's Close has taken its queue, and waits for item 0
+		close(release)
+		left := <-got0
+		slices.Sort(left)
+		assert.Equal(t, []int{1, 2, 3, 4}, left, "items handed back by the pool they never left")
+		assert.Zero(t, poolGoroutines())
+	})
+}
+
+// TestGroupIdleWindowSubmit parks a goroutine of pool 1 after it found
+// nothing to steal and before it says that it waits, and submits items to
+// pool 0, whose one goroutine blocks, meanwhile: the Submit sees no
+// goroutine waiting and pokes none, so the goroutine must see the items
+// itself once it says that it waits. The stall delay is an hour: nothing
+// else runs them.
+func TestGroupIdleWindowSubmit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var ran atomic.Int32
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			if v == 0 {
+				<-release
+				return
+			}
+			ran.Add(1)
+		}}, 2)
+		defer g.Close()
+		defer close(release)
+		synctest.Wait()
+		g.Pool(0).Submit(0) // pool 0's goroutine blocks
+		synctest.Wait()
+		parked, resume := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		windowHook = func(w string) {
+			if w == "idle" {
+				once.Do(func() {
+					close(parked)
+					<-resume
+				})
+			}
+		}
+		defer func() { windowHook = nil }()
+		g.Pool(1).Submit(1) // pool 1's goroutine runs it, then finds nothing
+		<-parked
+		for i := 2; i < 10; i++ {
+			g.Pool(0).Submit(i)
+		}
+		close(resume)
+		synctest.Wait()
+		assert.Equal(t, int32(9), ran.Load(), "items run by pool 1's goroutine")
+	})
+}
