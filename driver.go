@@ -429,8 +429,8 @@ func (sh *shard) replace(list *lanes, all bool) {
 		sh.unlock()
 		if len(batch) > 0 {
 			failpoint("replace:marked")
-			touchShared("executor")
-			st.pool.Submit(batch...)
+			touch(sh.poolHome, "executor")
+			sh.pool.Submit(batch...)
 			clear(batch)
 			batch = batch[:0]
 		}

@@ -66,7 +66,7 @@ type SystemTimer struct {
 	// Reset moves a timer.
 	placeHook func() *shard
 
-	pool *executor.Pool[*Timer]
+	pool *executor.Group[*Timer] // a pool per shard: see shard.pool
 
 	maxPending int64
 	// free is the number of places in WithMaxPending's bound that neither
@@ -138,17 +138,13 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.dealer = newTokenDealer(st.shards)
 	st.tokens.New = st.dealer.New
 
-	// A slot per worker, up to 64: callbacks record their lateness in
+	// A pool of workers per shard (fewer when there are fewer workers),
+	// and a slot per worker, up to 64: callbacks record their lateness in
 	// their goroutine's slot, so that workers on different cores seldom
 	// write one cache line.
-	slots := min(c.workers, 64)
-	st.lateness = make([]*atomicHistogram, slots)
-	for i := range st.lateness {
-		st.lateness[i] = new(atomicHistogram)
-	}
-	st.pool = executor.New(executor.Config[*Timer]{
+	st.pool = executor.NewGroup(executor.Config[*Timer]{
 		Workers: c.workers,
-		Slots:   slots,
+		Slots:   min(c.workers, 64),
 		Run:     runTimer,
 		Now:     st.now, // once per batch: see runTimer
 		Yield:   st.driverDue,
@@ -156,7 +152,16 @@ func New(opts ...Option) (*SystemTimer, error) {
 		OnPanic: c.onPanic,
 		Stall:   min(c.tick, time.Millisecond),
 		Manual:  c.manual,
-	})
+	}, nshards)
+	for i := range st.shards {
+		sh := &st.shards[i]
+		sh.pool = st.pool.Pool(i)
+		sh.poolHome = &st.shards[i%st.pool.Pools()]
+	}
+	st.lateness = make([]*atomicHistogram, st.pool.Slots())
+	for i := range st.lateness {
+		st.lateness[i] = new(atomicHistogram)
+	}
 	if !st.manual {
 		st.drivers.Add(len(st.shards))
 		for i := range st.shards {

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/go-timingwheel/timingwheel/delayqueue"
+	"github.com/go-timingwheel/timingwheel/internal/executor"
 )
 
 // A level is one wheel of the hierarchy. Level k has wheelSize buckets, each
@@ -83,6 +84,13 @@ type shard struct {
 	cascadeDue [2]int64
 
 	st *SystemTimer // immutable
+	// pool runs the callbacks the shard fires: the executor's pool of the
+	// shard, whose goroutines take them with no lock that other shards'
+	// callbacks take (see the executor's Group). poolHome is the shard
+	// whose index names that pool (the shard itself, unless there are
+	// fewer workers than shards), for the locality test. Immutable.
+	pool     *executor.Pool[*Timer]
+	poolHome *shard
 	// dq holds the expirations of the shard's buckets that hold timers;
 	// the shard's driver sleeps on it. Pushed to with mu held (see place),
 	// polled by the driver alone; it has a lock of its own. Immutable.
@@ -327,8 +335,8 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 	sh.stats.armed++
 	if sh.link(t, nowTick) {
 		sh.stats.fired++
-		touchShared("executor")
-		sh.st.pool.Submit(t)
+		touch(sh.poolHome, "executor")
+		sh.pool.Submit(t)
 		return
 	}
 	sh.addPendingOf(t, 1)
@@ -342,8 +350,8 @@ func (sh *shard) admitReserved(t *Timer, nowTick int64) {
 	if sh.link(t, nowTick) {
 		sh.release(1)
 		sh.stats.fired++
-		touchShared("executor")
-		sh.st.pool.Submit(t)
+		touch(sh.poolHome, "executor")
+		sh.pool.Submit(t)
 		return
 	}
 	sh.count++
@@ -356,8 +364,8 @@ func (sh *shard) relink(t *Timer, nowTick int64) {
 	if sh.link(t, nowTick) {
 		sh.addPendingOf(t, -1)
 		sh.stats.fired++
-		touchShared("executor")
-		sh.st.pool.Submit(t)
+		touch(sh.poolHome, "executor")
+		sh.pool.Submit(t)
 	}
 }
 
@@ -365,8 +373,8 @@ func (sh *shard) relink(t *Timer, nowTick int64) {
 // Called with mu held.
 func (sh *shard) fireNow(t *Timer) {
 	sh.stats.fired++
-	touchShared("executor")
-	sh.st.pool.Submit(t)
+	touch(sh.poolHome, "executor")
+	sh.pool.Submit(t)
 }
 
 // drain places every timer of the incoming stack that is still queued, and
