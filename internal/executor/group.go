@@ -28,20 +28,24 @@ import (
 //     goroutines, one goroutine woken at a time, and a home whose own
 //     goroutines keep up touches no other pool.
 //   - The watch, for items it finds waiting with too few goroutines of its
-//     pool making progress, first pokes as many goroutines of other pools
-//     waiting for work as there are items (see replace); only the items
-//     left get the pool's own remedy, the goroutines missing or, when
-//     every goroutine of the pool is stuck, one per item. A thief takes
-//     one item at a time from a pool whose goroutines are all stuck, so
-//     that no item waits behind another that may block. maxExtra bounds
-//     the group's goroutines beyond its Workers, not each pool's.
+//     pool making progress, first pokes as many free goroutines of other
+//     pools as there are items (see replace); only the items left get the
+//     pool's own remedy, the goroutines missing or, when every goroutine
+//     of the pool is stuck, one per item. maxExtra bounds the group's
+//     goroutines beyond its Workers, not each pool's.
 //
-// So an item waits behind items that block for at most twice the stall
-// delay, not once as in a single pool: it can wait in one pool's queue
-// behind a goroutine stuck in an item, until a goroutine of another pool
-// steals it in a batch, just before that pool's watch would have found
-// the goroutine stuck, behind an item that blocks too, and then waits for
-// that goroutine's stall delay (TestGroupBlockedItemsAllStartWithinStall).
+// Two rules keep the single pool's bound, that an item waits behind items
+// that block for at most about the stall delay
+// (TestGroupBlockedItemsAllStartWithinStall). A goroutine taking a batch
+// leaves a share of the queue to the free goroutines of other pools, and
+// pokes them, as it leaves one to those of its own pool that are coming:
+// else it would take every item in a batch behind the first, which may
+// block. And a thief steals one item, not half, from a pool whose
+// goroutines are all stuck or one of which has been in its item for half
+// the stall delay (aged): the items it finds have waited about as long,
+// and behind one of them that blocks, in the thief's batch, the others
+// would wait for the stall delay of the thief's goroutine, which starts
+// only now (TestGroupLateThiefTakesOne).
 //
 // With one goroutine per pool (the default on a machine of many cores),
 // one item that blocks makes its pool's goroutines all stuck: the items
@@ -196,6 +200,25 @@ func (g *Group[T]) spareElsewhere(p *Pool[T]) bool {
 	return false
 }
 
+// aged reports whether every goroutine of p that runs items is stuck, or
+// one has been in its item for half the stall delay as far as p's watch
+// knows. Called with mu held.
+func (p *Pool[T]) aged() bool {
+	if p.gs == p.stuck {
+		return true
+	}
+	if !p.watching {
+		return false
+	}
+	now := p.now()
+	for _, w := range p.watched {
+		if w.busy && now-w.markAt >= p.stall/2 {
+			return true
+		}
+	}
+	return false
+}
+
 // windowHook, if set (tests), is called in the windows of the group's
 // protocol, with the window's name and the pool's lock as the window
 // holds it: "steal" by a thief between giving up its own pool's lock and
@@ -244,11 +267,11 @@ func (p *Pool[T]) steal() bool {
 		return false
 	}
 	k := min((n+1)/2, stealMax)
-	if going, _ := unpack32(v.hint.going.Load()); going == 0 {
-		// Every goroutine of v is stuck: its items have waited for
-		// them, and any may block too. One each, so that none waits
-		// behind another in a batch (v's watch pokes a goroutine per
-		// item, or starts one).
+	if v.aged() {
+		// v's items have waited behind goroutines stuck, or on the way
+		// to it, and any may block as theirs did: one at a time, so
+		// that none waits behind another in a batch, for the stall
+		// delay of a goroutine that starts it only now.
 		k = 1
 	}
 	buf := v.queue.pop(p.stolen[:0], k)

@@ -128,7 +128,7 @@ func TestGroupBlockedItemsAllStartWithinStall(t *testing.T) {
 					time.Sleep(10 * stall)
 					assert.Equal(t, n, b.count(), "items started")
 					for v, at := range b.started {
-						assert.LessOrEqual(t, at.Sub(start), 2*stall, "item %d held up by blocked ones", v)
+						assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
 					}
 					b.stop()
 					synctest.Wait()
@@ -359,5 +359,77 @@ func TestGroupIdleWindowSubmit(t *testing.T) {
 		close(resume)
 		synctest.Wait()
 		assert.Equal(t, int32(9), ran.Load(), "items run by pool 1's goroutine")
+	})
+}
+
+// TestGroupLateThiefTakesOne: a goroutine that comes free late, after the
+// items it finds have waited behind a goroutine stuck for most of the
+// stall delay, steals one of them, not half: they may block as the
+// stuck goroutine's did, and those behind one in its batch would wait for
+// the stall delay of a goroutine that started it only now. Every item
+// blocks and must start within the stall delay of its submission.
+func TestGroupLateThiefTakesOne(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: func(v int, bt *Batch) {
+			if v < 0 {
+				time.Sleep(stall * 9 / 10) // slow, not stuck
+				return
+			}
+			b.run(v, bt)
+		}}, 2)
+		defer g.Close()
+		defer b.stop()
+		synctest.Wait()
+		g.Pool(1).Submit(-1)
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		start := time.Now()
+		g.Pool(0).Submit(ints(12)[1:]...)
+		time.Sleep(10 * stall)
+		assert.Equal(t, 12, b.count(), "items started")
+		for v, at := range b.started {
+			assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
+		}
+	})
+}
+
+// TestGroupTakeLeavesAShare: a goroutine taking a batch leaves a share of
+// the queue to a free goroutine of another pool that is on its way (poked
+// by the Submit), as it would to one of its own pool: it must not take
+// both items, the first of which blocks. The other pool's goroutine is
+// held in the steal window until the first item has started, so that the
+// taker always comes first. The stall delay is an hour: nothing else
+// would start the second item.
+func TestGroupTakeLeavesAShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan int, 2)
+		release := make(chan struct{})
+		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+			started <- v
+			<-release
+		}}, 2)
+		defer g.Close()
+		defer close(release)
+		synctest.Wait() // both goroutines wait for work
+		first := make(chan struct{})
+		var once sync.Once
+		windowHook = func(w string) {
+			if w == "steal" {
+				once.Do(func() { <-first })
+			}
+		}
+		defer func() { windowHook = nil }()
+		g.Pool(0).Submit(0, 1)
+		assert.Equal(t, 0, <-started)
+		close(first)
+		synctest.Wait()
+		select {
+		case v := <-started:
+			assert.Equal(t, 1, v)
+		default:
+			t.Error("the second item did not start: the first goroutine took both")
+		}
 	})
 }
