@@ -204,4 +204,40 @@ var mutants = []mutant{
 		new: "",
 		why: "a driver whose cascade list is due later does not step aside for a waiting one due earlier",
 	},
+	{
+		name: "one-pool", file: "systemtimer.go",
+		old: "\t}, nshards)",
+		new: "\t}, 1)",
+		why: "every shard hands its callbacks to one pool, behind one lock, as before the executor's group",
+	},
+	{
+		name: "steal-into-closed", file: "internal/executor/group.go",
+		old: "\tif p.closed || p.queue.len() > 0 {\n\t\tv.mu.Unlock()",
+		new: "\tif p.queue.len() > 0 {\n\t\tv.mu.Unlock()",
+		why: "a thief moves items into its own pool after Close closed it: they neither run nor come back",
+	},
+	{
+		name: "idle-no-recheck", file: "internal/executor/executor.go",
+		old: "if p.group != nil && p.group.spareElsewhere(p) {",
+		new: "if false && p.group.spareElsewhere(p) {",
+		why: "a goroutine that says it waits does not look again for spare items a Submit that saw it busy left",
+	},
+	{
+		name: "submit-no-poke", file: "internal/executor/executor.go",
+		old: "\tif spare && p.group != nil {\n\t\t// No goroutine of this pool is free for them",
+		new: "\tif false {\n\t\t// No goroutine of this pool is free for them",
+		why: "a Submit that leaves items no goroutine of its pool takes wakes no free goroutine of another pool",
+	},
+	{
+		name: "take-no-share", file: "internal/executor/executor.go",
+		old: "takers += min(free, p.queue.len()-takers)",
+		new: "takers += 0 * min(free, p.queue.len()-takers)",
+		why: "a goroutine takes every queued item in its batch, leaving none to the free goroutines of other pools",
+	},
+	{
+		name: "aged-steal-half", file: "internal/executor/group.go",
+		old: "\tif v.aged() {",
+		new: "\tif false {",
+		why: "a late thief steals half of the items that waited behind a stuck goroutine, in one batch",
+	},
 }
