@@ -207,29 +207,52 @@
 // resetting and stopping their own timers touch their processor's shard
 // only (or, after the scheduler moved a goroutine, the shard its timer was
 // left on: counted); TestLocalityDrivers, that each driver touches its own
-// shard only, and shared memory only to hand callbacks to the executor.
+// shard only, the hand-over of its callbacks included.
 //
-// What still crosses cores, and is open: callbacks go through the
-// executor's one lock, once per batch a driver hands over and once per
-// batch a worker takes, and run on whichever worker takes them; and a
-// processor without a token places by address. BenchmarkParallel runs
-// both placements (wheel, and wheel-address, withAddressShards) against the
-// runtime; scripts/scaling makes the table, and bench/README.md has the
-// 16-core figures.
+// The executor is a pool per shard (internal/executor's Group): a shard's
+// driver, and an arming that finds its timer due at once, hand callbacks
+// to the shard's own pool, whose workers take them under that pool's lock,
+// which no other shard's callbacks take. [WithWorkers] goroutines are
+// shared out among the pools, one pool per shard as long as there are as
+// many workers as shards (the default; with fewer, shards share pools).
+// Work crosses pools only when one pool has more than its workers take:
+// a worker that finds its pool empty steals half of the items another
+// pool's workers are not coming for (one, if that pool's workers are
+// stuck), holding both locks, and a hand-over that leaves items nobody of
+// the pool is coming for wakes one free worker of another pool, which
+// steals. So a storm armed by one goroutine, which lands on one shard,
+// still runs on every worker, while a shard whose workers keep up touches
+// no other pool.
+//
+// What still crosses cores: stealing, by design, when a pool falls
+// behind; the hints the pools read of each other (their spare items and
+// free workers, written only when they change) when a worker runs out of
+// work or a hand-over leaves items waiting; a processor without a token
+// places by address; and under WithMaxPending a re-arm does not move its
+// timer. BenchmarkParallel runs both placements (wheel, and wheel-address,
+// withAddressShards) against the runtime; scripts/scaling makes the
+// table, and bench/README.md has the 16-core figures.
 //
 // # Callbacks
 //
-// Callbacks run on the executor pool, never on a driver and never inside
-// AfterFunc. [WithWorkers] goroutines wait for work. A driver hands due
-// timers to the pool without ever blocking on it; the pool wakes an idle
-// worker per callback and shares the callbacks due together out among the
-// workers it woke. A worker is stuck when it has been inside one callback
-// for the stall delay (the tick, at most 1ms): the callback blocks, or takes
-// long. While callbacks wait, the pool watches for stuck workers; it takes
-// back the callbacks queued behind them and starts goroutines, so that
-// [WithWorkers] goroutines make progress, or, when every goroutine is stuck,
-// one goroutine per waiting callback, as [time.AfterFunc] would, up to 256
-// beyond WithWorkers, and then WithWorkers more per stall delay. Unless the
+// Callbacks run on the executor's pools, never on a driver and never
+// inside AfterFunc. [WithWorkers] goroutines wait for work, shared out
+// among the shards' pools (see Cores). A driver hands due timers to its
+// shard's pool without ever blocking on it; the pool wakes an idle worker
+// per callback, or a free worker of another pool when its own are busy,
+// and shares the callbacks due together out among the workers it woke. A
+// worker is stuck when it has been inside one callback for the stall delay
+// (the tick, at most 1ms): the callback blocks, or takes long. While
+// callbacks wait, each pool watches for its stuck workers; it takes back
+// the callbacks queued behind them, wakes free workers of other pools for
+// them, and for the rest starts goroutines, so that the pool's share of
+// [WithWorkers] makes progress, or, when every goroutine of the pool is
+// stuck, one goroutine per waiting callback, as [time.AfterFunc] would, up
+// to 256 beyond WithWorkers, and then WithWorkers more per stall delay.
+// (With one worker per pool, one callback that blocks leaves its pool's
+// worker stuck: the callbacks still queued on that pool that other pools'
+// workers have not taken then get a goroutine each, where one pool of all
+// the workers started one goroutine beside the others.) Unless the
 // CPU is what the goroutines wait for: the process used 90% of its
 // processors over the last 2ms, goroutines the pool woke have not come for
 // work within half the stall delay, or the stuck ones have been in their

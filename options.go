@@ -73,8 +73,11 @@ func WithClock(cl clock.Clock) Option {
 }
 
 // WithWorkers sets how many worker goroutines wait to run callbacks, from 1
-// to 65536. Default runtime.GOMAXPROCS(0), at least 2. See the package
-// doc for what happens when all of them are busy.
+// to 65536. Default runtime.GOMAXPROCS(0), at least 2. They are shared out
+// among the shards' pools, a pool per shard while there are at least as
+// many workers as shards (see the package doc's Cores), and a pool's
+// workers take another pool's callbacks when theirs are done. See the
+// package doc for what happens when all of them are busy.
 func WithWorkers(n int) Option {
 	return optionFunc(func(c *config) { c.workers = n })
 }

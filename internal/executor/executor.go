@@ -780,7 +780,9 @@ func (p *Pool[T]) loop(w *worker[T]) {
 				return
 			}
 			if p.group != nil {
-				if p.steal() {
+				if p.steal() || p.closed || p.queue.len() > 0 {
+					// Stole, or the pool changed while steal
+					// let go of mu: look again.
 					continue
 				}
 				if windowHook != nil {
