@@ -195,6 +195,14 @@ func TestConcurrentPairsMaxPending(t *testing.T) {
 	raceAllPairs(t, true, false)
 }
 
+// TestConcurrentPairsMaxPendingMigrating is TestConcurrentPairsMaxPending
+// with the timers placed by the processor that arms them: a re-arm under
+// the bound moves the timer first (follow), racing the other goroutines'
+// operations on it.
+func TestConcurrentPairsMaxPendingMigrating(t *testing.T) {
+	raceAllPairs(t, true, true)
+}
+
 // raceAllPairs races every pair of operations as subtests of t, in one
 // child process, bounded or migrating as racePair takes them.
 func raceAllPairs(t *testing.T, bounded, migrating bool) {

@@ -175,9 +175,11 @@
 // from the one shared count placeBatch (16) at a time and gives back what
 // it holds beyond twice that, so armings and stops on a shard write the
 // shared word about once in 16 (see Bounds for why the bound stays exact).
-// Under WithMaxPending a re-arm takes its shard's lock (it reserves a
-// place there), and the timer stays on the shard it is on: it does not
-// follow the processor that re-arms it.
+// Under WithMaxPending a re-arm takes a shard's lock (it reserves a place
+// there): a timer that is not pending first moves, owned for the move, to
+// the shard of the processor that re-arms it, and is re-armed there under
+// that shard's lock (follow), so it follows its processor under the bound
+// too.
 //
 // Each shard's driver expires the shard's buckets and nothing else: it
 // sleeps on the shard's delay queue until the shard's earliest bucket, and
@@ -227,9 +229,8 @@
 // What still crosses cores: stealing, by design, when a pool falls
 // behind; the hints the pools read of each other (their spare items and
 // free workers, written only when they change) when a worker runs out of
-// work or a hand-over leaves items waiting; a processor without a token
-// places by address; and under WithMaxPending a re-arm does not move its
-// timer. BenchmarkParallel runs both placements (wheel, and wheel-address,
+// work or a hand-over leaves items waiting; and a processor without a
+// token places by address. BenchmarkParallel runs both placements (wheel, and wheel-address,
 // withAddressShards) against the runtime; scripts/scaling makes the
 // table, and bench/README.md has the 16-core figures.
 //

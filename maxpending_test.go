@@ -187,3 +187,54 @@ func boundedOnShards(t *testing.T, bound int) (st *SystemTimer, here **shard) {
 	st.placeHook = func() *shard { return to }
 	return st, &to
 }
+
+// TestMaxPendingResetFollows: under WithMaxPending a Reset that re-arms a
+// bound timer (stopped, or fired) moves it to the shard of the processor
+// that re-arms it, as without the bound, and takes its place in the bound
+// there; stopping it gives the place back. Before follow, the timer stayed
+// on the shard it was first armed on, and every later Reset and Stop from
+// another processor locked that shard.
+func TestMaxPendingResetFollows(t *testing.T) {
+	const bound = 64
+	st, here := boundedOnShards(t, bound)
+	var tm Timer
+	ran := make(chan struct{}, 1)
+	st.Bind(&tm, func() { ran <- struct{}{} })
+	if _, err := tm.TryReset(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if tm.shard() != &st.shards[0] || !tm.Stop() {
+		t.Fatal("the timer was not armed on shard 0")
+	}
+	*here = &st.shards[1]
+	if _, err := tm.TryReset(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if sh := tm.shard(); sh != &st.shards[1] {
+		t.Fatalf("a stopped timer re-armed under WithMaxPending stayed on shard %d, not the processor's shard 1", sh.index(st))
+	}
+	if n := st.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1", n)
+	}
+	// Fired, then re-armed from shard 2's processor.
+	if _, err := tm.TryReset(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Recv(t, ran, "the timer's run")
+	*here = &st.shards[2]
+	if _, err := tm.TryReset(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if sh := tm.shard(); sh != &st.shards[2] {
+		t.Fatalf("a fired timer re-armed under WithMaxPending stayed on shard %d, not the processor's shard 2", sh.index(st))
+	}
+	if !tm.Stop() {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	if held := st.placesHeld(); held != 0 {
+		t.Fatalf("%d places of the bound held after the only timer stopped", held)
+	}
+	if s := st.Stats(); s.Migrated < 2 {
+		t.Fatalf("Stats.Migrated = %d, want at least the 2 moves", s.Migrated)
+	}
+}

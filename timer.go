@@ -426,6 +426,9 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// check after the push, on the shard pushed to, is the one
 			// that counts.)
 			if when > maxValue || when < t.shard().wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
+				if move && st.maxPending > 0 {
+					t.follow(w)
+				}
 				return t.resetLocked(when, now)
 			}
 			// Take the timer (see the states): from here until it is
@@ -475,6 +478,31 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			return false, ErrStopped
 		}
 	}
+}
+
+// follow moves t, not pending (w is the state word the caller read: idle,
+// stopped or fired), to the shard of the calling processor, before a
+// re-arm under WithMaxPending, which takes the lock of the shard t is on
+// to reserve its place there: so that a timer follows the processor that
+// re-arms it under the bound too. Like the move of resetTo, it owns t for
+// the move (see moveTo), and then gives back the state word it took; if
+// another goroutine acted on t first, t stays where it is. Giving it back
+// fails only if SystemTimer.Stop returned t meanwhile, for a run it owed:
+// resetLocked then finds it returned.
+func (t *Timer) follow(w int64) {
+	sh := t.shard()
+	to := sh.st.localShard(sh)
+	if to == sh || !t.w.CompareAndSwap(w, pack(0, stateOwned)) {
+		return
+	}
+	// Owned: its shard is read now, and stays (read before, it could be
+	// stale: see resetTo).
+	if sh = t.shard(); to != sh {
+		failpoint("follow:moving")
+		t.moveTo(sh, to)
+	}
+	failpoint("follow:moved")
+	t.w.CompareAndSwap(pack(0, stateOwned), w)
 }
 
 // resetLocked is Reset to the deadline when under the shard's lock: moving

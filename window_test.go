@@ -784,3 +784,103 @@ func TestConcurrentWindowMoveFromClosed(t *testing.T) {
 		t.Fatalf("TryReset after SystemTimer.Stop = %v, want ErrStopped", errString(err))
 	}
 }
+
+// following is moving under WithMaxPending: a re-arm takes the locked
+// path there (it reserves a place), and follow moves the timer first. The
+// timer is bound, armed on shard a and stopped there, and the anchors hold
+// wakeAt low.
+func following(t *testing.T) (st *SystemTimer, a, b *shard, target **shard, tm *Timer) {
+	preempting(t) // 8 processors: 8 shards
+	st = newWindowTimer(t, WithMaxPending(1000))
+	stopAtEnd(t, st)
+	a, b = &st.shards[0], &st.shards[1]
+	to := a
+	placeOn(st, &to)
+	tm = new(Timer)
+	st.Bind(tm, func() { t.Error("the timer ran") })
+	anchor(t, st)
+	if _, err := tm.TryReset(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if !tm.Stop() || tm.shard() != a {
+		t.Fatal("the hook did not place the timer, or Stop did not stop it")
+	}
+	return st, a, b, &to, tm
+}
+
+// TestConcurrentWindowFollowVsStop parks a Reset under WithMaxPending of a
+// stopped timer after it took the timer (owned) and before it moves it to
+// the shard of the processor that re-arms it; a Stop must wait for the
+// move, and then find the timer, armed, on its new shard. Guards: a move
+// made without owning the timer (Stop acts on it meanwhile, under the
+// lock of a shard it is leaving).
+func TestConcurrentWindowFollowVsStop(t *testing.T) {
+	st, a, b, target, tm := following(t)
+	*target = b
+	move := armPark(t, "follow:moving", 1)
+	armed := make(chan error, 1)
+	go func() {
+		_, err := tm.TryReset(time.Hour)
+		armed <- err
+	}()
+	move.wait(t)
+	waiting := armPark(t, "waitOwned", 1)
+	stopped := make(chan bool, 1)
+	go func() { stopped <- tm.Stop() }()
+	select {
+	case ok := <-stopped:
+		t.Fatalf("Stop of a timer being moved returned %v before the move finished", ok)
+	case <-waiting.arrived:
+	case <-time.After(testwait.FailAfter):
+		t.Fatal("Stop neither finished nor waited")
+	}
+	move.letGo()
+	if err := testwait.Recv(t, armed, "the following Reset"); err != nil {
+		t.Fatalf("the Reset failed: %v", err)
+	}
+	if sh := tm.shard(); sh != b {
+		t.Fatalf("the Reset under WithMaxPending did not move the timer to the processor's shard (on shard %d)", sh.index(st))
+	}
+	waiting.letGo()
+	if !testwait.Recv(t, stopped, "Stop") {
+		t.Fatal("Stop of a timer armed an hour out returned false")
+	}
+	if n := st.Len(); n != len(st.shards) {
+		t.Fatalf("Len = %d, want %d (the anchors)", n, len(st.shards))
+	}
+	_ = a
+	st.checkInvariants()
+}
+
+// TestConcurrentWindowFollowVsSystemStop parks a Reset under WithMaxPending
+// in each window of follow (before the move, and after it, before it gives
+// the state back) while SystemTimer.Stop runs: the Reset must then fail
+// with ErrStopped, leaving the timer stopped, counted nowhere.
+func TestConcurrentWindowFollowVsSystemStop(t *testing.T) {
+	for _, window := range []string{"follow:moving", "follow:moved"} {
+		t.Run(window, func(t *testing.T) {
+			st, _, b, target, tm := following(t)
+			*target = b
+			p := armPark(t, window, 1)
+			armed := make(chan error, 1)
+			go func() {
+				_, err := tm.TryReset(time.Hour)
+				armed <- err
+			}()
+			p.wait(t)
+			left := st.Stop()
+			for _, x := range left {
+				if x == tm {
+					t.Error("SystemTimer.Stop returned a timer that was stopped")
+				}
+			}
+			p.letGo()
+			if err := testwait.Recv(t, armed, "the following Reset"); !errors.Is(err, ErrStopped) {
+				t.Fatalf("a Reset under way while SystemTimer.Stop ran returned %v, want ErrStopped", err)
+			}
+			if _, s := unpack(tm.w.Load()); s != stateStopped {
+				t.Fatalf("the timer is in state %d, want stopped", s)
+			}
+		})
+	}
+}

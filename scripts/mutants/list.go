@@ -240,4 +240,10 @@ var mutants = []mutant{
 		new: "\tif false {",
 		why: "a late thief steals half of the items that waited behind a stuck goroutine, in one batch",
 	},
+	{
+		name: "follow-unowned", file: "timer.go",
+		old: "\tif to == sh || !t.w.CompareAndSwap(w, pack(0, stateOwned)) {\n\t\treturn\n\t}",
+		new: "\tif to == sh {\n\t\treturn\n\t}",
+		why: "a re-arm under WithMaxPending moves the timer without owning it: a Stop acts on it meanwhile",
+	},
 }
