@@ -172,6 +172,7 @@ type Pool[T any] struct {
 	queue    ring[T]
 	idle     int    // goroutines waiting on work and not yet signalled
 	coming   int    // goroutines signalled or started and not yet back for an item
+	poked    int    // of those, ones woken by another pool's poke: to steal, not for this pool's items
 	arrivals uint64 // goroutines that came back for an item after being signalled or started
 	gs       int    // goroutines that run items: started and not exited
 	stuck    int    // of those, the ones the watch found stuck and not back yet
@@ -357,7 +358,7 @@ func (p *Pool[T]) Submit(items ...T) bool {
 		return true
 	}
 	p.wake()
-	spare := p.queue.len() > p.coming
+	spare := p.queue.len() > p.coming-p.poked
 	if spare {
 		p.arm()
 	}
@@ -374,7 +375,7 @@ func (p *Pool[T]) Submit(items ...T) bool {
 // wake signals idle goroutines, one per queued item that no goroutine
 // already on its way will take. Called with mu held.
 func (p *Pool[T]) wake() {
-	for p.idle > 0 && p.coming < p.queue.len() {
+	for p.idle > 0 && p.coming-p.poked < p.queue.len() {
 		p.idle--
 		p.coming++
 		p.work.Signal()
@@ -739,6 +740,9 @@ func (p *Pool[T]) loop(w *worker[T]) {
 	p.byID[w.goid] = w
 	p.coming--
 	p.arrivals++
+	if p.poked > 0 {
+		p.poked--
+	}
 
 	normal := false
 	defer func() {
@@ -755,6 +759,7 @@ func (p *Pool[T]) loop(w *worker[T]) {
 		}
 		p.gs--
 		p.noteGoing()
+		p.note() // coming may have dropped (an arrival that exits) since the last note
 		if !normal && !p.closed {
 			// Put back what this goroutine had not started, and replace
 			// it if it was needed.
@@ -803,6 +808,9 @@ func (p *Pool[T]) loop(w *worker[T]) {
 			if !p.closed {
 				p.coming--
 				p.arrivals++
+				if p.poked > 0 {
+					p.poked--
+				}
 			}
 		}
 		if p.closed {
@@ -966,6 +974,14 @@ func (p *Pool[T]) Close() []T {
 	if p.closed {
 		return nil
 	}
+	left := p.closeLocked()
+	p.waitLocked(me)
+	return left
+}
+
+// closeLocked marks the pool closed, takes back every item not started and
+// tells its goroutines to exit. Called with mu held, the pool not closed.
+func (p *Pool[T]) closeLocked() []T {
 	p.closed = true
 	// Batches hold older items than the queue; stuck goroutines have none.
 	found := append(p.found[:0], p.watched...)
@@ -976,21 +992,26 @@ func (p *Pool[T]) Close() []T {
 	}
 	clear(found)
 	left = append(left, p.queue.drain()...)
-	p.note()
-	want := 0
-	if p.byID[me] != nil {
-		want = 1 // called from a callback: do not wait for ourselves
-	}
 	p.idle = 0
+	p.note()
 	p.work.Broadcast()
 	close(p.stop)
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	return left
+}
+
+// waitLocked waits until every goroutine of the closed pool has exited,
+// but me's. Called with mu held.
+func (p *Pool[T]) waitLocked(me int64) {
+	want := 0
+	if p.byID[me] != nil {
+		want = 1 // called from a callback: do not wait for ourselves
+	}
 	for p.live > want {
 		p.exited.Wait()
 	}
-	return left
 }
 
 // ring is a growable FIFO queue.

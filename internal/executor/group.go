@@ -3,6 +3,8 @@ package executor
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
 
 // # Groups: a pool per home
@@ -60,9 +62,10 @@ import (
 // the next Submit pokes it; never an item, since every move is made with
 // both locks held and re-checks what the hint said.
 type Group[T any] struct {
-	pools []*Pool[T] // immutable
-	size  int        // Config.Workers: the pools' sizes add up to it
-	slots int        // the pools' slots add up to it
+	pools  []*Pool[T] // immutable
+	size   int        // Config.Workers: the pools' sizes add up to it
+	slots  int        // the pools' slots add up to it
+	closed bool       // Close was called; guarded by every pool's mu (lockAll)
 }
 
 // stealMax is the most items a goroutine steals at once.
@@ -92,6 +95,9 @@ func (p *Pool[T]) note() {
 		return
 	}
 	v := pack32(p.queue.len()-p.coming, p.idle+max(p.coming-p.queue.len(), 0))
+	if p.closed {
+		v = 0 // nothing to steal, nobody free: a closed pool's coming never drops
+	}
 	if p.hint.spare.Load() != v {
 		p.hint.spare.Store(v)
 	}
@@ -159,7 +165,13 @@ func (g *Group[T]) others(p *Pool[T]) (free, gs int) {
 }
 
 // poke wakes one goroutine, of a pool other than from, that waits for
-// work, so that it steals from from. Called without locks.
+// work, so that it steals from from; or counts on one of that pool's
+// goroutines already on their way beyond its items, which will find its
+// queue empty and steal. Each goroutine it wakes or counts on is counted
+// in the pool's poked until a goroutine of the pool arrives: the pool's
+// own Submits do not count it as coming for their items (else a Submit
+// could take the goroutine a poke relied on, and wake nobody), and
+// another poke does not count on it twice. Called without locks.
 func (g *Group[T]) poke(from *Pool[T]) {
 	n := len(g.pools)
 	for i := 1; i < n; i++ {
@@ -168,11 +180,16 @@ func (g *Group[T]) poke(from *Pool[T]) {
 			continue
 		}
 		q.mu.Lock()
-		ok := !q.closed && (q.idle > 0 || q.coming > q.queue.len())
-		if ok && q.idle > 0 {
-			q.idle--
-			q.coming++
-			q.work.Signal()
+		// A goroutine on its way beyond q's items counts once: another
+		// poke relying on it already, it is not free for this one.
+		ok := !q.closed && (q.idle > 0 || q.coming-q.poked > q.queue.len())
+		if ok {
+			if q.coming-q.poked <= q.queue.len() {
+				q.idle--
+				q.coming++
+				q.work.Signal()
+			}
+			q.poked++
 			q.note()
 		}
 		// Else a goroutine of q on its way finds q's queue empty, and
@@ -355,12 +372,32 @@ func (g *Group[T]) OnWorker() bool {
 	return false
 }
 
-// Close closes every pool (see Pool.Close) and returns the items that
-// never started, each pool's oldest first, pool after pool.
+// Close closes every pool at once, holding every pool's lock, so that no
+// item moves meanwhile and no pool runs on while another is closed; then
+// it waits for every pool's goroutines to exit, but the caller's own when
+// called from an item (see Pool.Close). It returns the items that never
+// started, each pool's oldest first, pool after pool. Later calls return
+// nil at once, as Pool.Close's do: two items of two pools that both call
+// Close do not wait for each other.
 func (g *Group[T]) Close() []T {
+	me := goid.Get()
+	g.lockAll()
+	if g.closed {
+		g.unlockAll()
+		return nil // as Pool.Close: a later call returns at once
+	}
+	g.closed = true
 	var left []T
 	for _, p := range g.pools {
-		left = append(left, p.Close()...)
+		if !p.closed {
+			left = append(left, p.closeLocked()...)
+		}
+	}
+	g.unlockAll()
+	for _, p := range g.pools {
+		p.mu.Lock()
+		p.waitLocked(me)
+		p.mu.Unlock()
 	}
 	return left
 }
