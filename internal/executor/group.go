@@ -218,8 +218,13 @@ func (g *Group[T]) spareElsewhere(p *Pool[T]) bool {
 }
 
 // aged reports whether every goroutine of p that runs items is stuck, or
-// one has been in its item for half the stall delay as far as p's watch
-// knows. Called with mu held.
+// one has been in one item for half the stall delay as far as p's watch
+// knows: the item the watch last saw it in, which it has not left since.
+// (The watch's estimate of when a goroutine started its item is early by
+// up to a quarter of the stall delay, and ages until the next look: a
+// goroutine running short items one after another would look aged for
+// part of every look's span, and its pool's items would be stolen one at
+// a time, a lock round trip each, in a storm.) Called with mu held.
 func (p *Pool[T]) aged() bool {
 	if p.gs == p.stuck {
 		return true
@@ -229,7 +234,7 @@ func (p *Pool[T]) aged() bool {
 	}
 	now := p.now()
 	for _, w := range p.watched {
-		if w.busy && now-w.markAt >= p.stall/2 {
+		if w.busy && w.marker() == w.mark && now-w.markAt >= p.stall/2 {
 			return true
 		}
 	}
@@ -372,32 +377,52 @@ func (g *Group[T]) OnWorker() bool {
 	return false
 }
 
-// Close closes every pool at once, holding every pool's lock, so that no
-// item moves meanwhile and no pool runs on while another is closed; then
-// it waits for every pool's goroutines to exit, but the caller's own when
-// called from an item (see Pool.Close). It returns the items that never
-// started, each pool's oldest first, pool after pool. Later calls return
-// nil at once, as Pool.Close's do: two items of two pools that both call
-// Close do not wait for each other.
+// Close is Shut, then Wait: it closes every pool and waits for their
+// goroutines, and returns the items that never started. Later calls
+// return nil at once, without waiting, as Pool.Close's do: two items of
+// two pools that both close the group do not wait for each other.
 func (g *Group[T]) Close() []T {
-	me := goid.Get()
+	left, first := g.shut()
+	if first {
+		g.Wait()
+	}
+	return left
+}
+
+// Shut closes every pool at once, holding every pool's lock, so that no
+// item moves meanwhile and no pool runs on while another is closed: no
+// item starts after it returns. It returns the items that never started,
+// each pool's oldest first, pool after pool, and does not wait for the
+// items running (see Wait): the caller may first have to end what they
+// wait for, among the items it got back. Later calls return nil.
+func (g *Group[T]) Shut() []T {
+	left, _ := g.shut()
+	return left
+}
+
+// shut is Shut, and reports whether this call closed the group.
+func (g *Group[T]) shut() (left []T, first bool) {
 	g.lockAll()
+	defer g.unlockAll()
 	if g.closed {
-		g.unlockAll()
-		return nil // as Pool.Close: a later call returns at once
+		return nil, false
 	}
 	g.closed = true
-	var left []T
 	for _, p := range g.pools {
 		if !p.closed {
 			left = append(left, p.closeLocked()...)
 		}
 	}
-	g.unlockAll()
+	return left, true
+}
+
+// Wait waits, after Shut, until every goroutine of every pool has exited,
+// but the caller's own when called from an item.
+func (g *Group[T]) Wait() {
+	me := goid.Get()
 	for _, p := range g.pools {
 		p.mu.Lock()
 		p.waitLocked(me)
 		p.mu.Unlock()
 	}
-	return left
 }
