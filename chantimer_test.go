@@ -760,6 +760,45 @@ func TestChanStaleRun(t *testing.T) {
 	}
 }
 
+// TestStopWhileCallbackWaitsForAQueuedRun: a callback waits on a channel
+// timer of the same SystemTimer whose run is due and handed to the
+// executor, queued behind the callback itself (one worker), when
+// SystemTimer.Stop runs, before the executor's watch finds the callback
+// stuck. Stop takes the run back from the executor; it must hand the
+// channel timer over (its value delivered) before it waits for the
+// callback, or both wait for ever.
+func TestStopWhileCallbackWaitsForAQueuedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithWorkers(1), WithTick(time.Millisecond))
+		waiting := make(chan struct{})
+		got := make(chan bool, 1)
+		if _, err := st.AfterFunc(0, func() {
+			tm, err := st.NewTimer(time.Millisecond)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			close(waiting)
+			_, ok := <-tm.C
+			got <- ok
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-waiting
+		// The channel timer is due at 1ms: its run is then queued behind
+		// the callback, and the watch looks a quarter of the stall delay
+		// (1ms) after it was queued. Stop in between.
+		time.Sleep(time.Millisecond + time.Microsecond)
+		if backlog, _ := st.pool.Load(); backlog != 1 {
+			t.Fatalf("backlog %d, want the channel timer's run queued", backlog)
+		}
+		st.Stop()
+		if !<-got {
+			t.Fatal("the channel timer's channel was closed")
+		}
+	})
+}
+
 // TestStopWhileCallbackWaits: SystemTimer.Stop waits for the callbacks
 // that run, and one of them waits on a channel timer, or a context, of the
 // same SystemTimer. Stop must hand these over (a clock's timer for the

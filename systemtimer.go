@@ -770,7 +770,11 @@ func (st *SystemTimer) stop() []*Timer {
 	// would wait for ever if these were ended only after it returned.
 	left = handOver(left)
 	n = len(left)
-	for _, t := range st.pool.Close() {
+	// The runs handed to the executor that never started, taken back
+	// before Wait: a running callback may wait for one of them (a
+	// channel timer due, its run queued behind the callback) and would
+	// wait for ever if it were ended only after the callback returned.
+	for _, t := range st.pool.Shut() {
 		// A run handed to the executor is owed even if the timer was
 		// reset or stopped since, so a run that never started returns
 		// its timer: once, if it was also collected above or was queued
@@ -787,8 +791,10 @@ func (st *SystemTimer) stop() []*Timer {
 			sh.mu.Unlock()
 		}
 	}
+	left = append(left[:n], handOver(left[n:])...)
+	st.pool.Wait()
 	close(st.stopped)
-	return append(left[:n], handOver(left[n:])...)
+	return left
 }
 
 // handOver ends, outside any lock, the timers of left that are not the
