@@ -13,6 +13,22 @@ import (
 // signature.
 type withTimeoutFunc func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 
+// ownAllocs is testing.AllocsPerRun(runs, f), the smallest of three
+// measurements. AllocsPerRun counts the allocations of every goroutine of
+// the process, and goroutines that earlier tests left running (a Ticker's
+// runs, a runtime timer's function, the cleanup of a collected shard token)
+// allocate now and then: once CI's full run of the package saw a figure one
+// above the scenario's own (8 for WithTimeout+Done+expiry, exactly 7 alone
+// in 100 runs). Such allocations only add; an allocation the scenario
+// makes is in all three measurements.
+func ownAllocs(runs int, f func()) float64 {
+	m := testing.AllocsPerRun(runs, f)
+	for range 2 {
+		m = min(m, testing.AllocsPerRun(runs, f))
+	}
+	return m
+}
+
 // TestContextAllocs pins the allocations of a wheel context against the
 // standard library's, scenario by scenario, in the same run: no more when
 // nobody waits for the context (2 against 4: the cancelCtx that derived
@@ -38,7 +54,7 @@ func TestContextAllocs(t *testing.T) {
 
 	const runs = 200
 	cancel := func(wt withTimeoutFunc, parent context.Context, done bool) float64 {
-		return testing.AllocsPerRun(runs, func() {
+		return ownAllocs(runs, func() {
 			ctx, cancel := wt(parent, time.Hour)
 			if done {
 				_ = ctx.Done()
@@ -48,7 +64,7 @@ func TestContextAllocs(t *testing.T) {
 	}
 	// The expiry, seen by Err alone or waited for on Done.
 	wheelExpiry := func(done bool) float64 {
-		return testing.AllocsPerRun(runs, func() {
+		return ownAllocs(runs, func() {
 			ctx, cancel := st.WithTimeout(context.Background(), time.Millisecond)
 			if done {
 				_ = ctx.Done()
@@ -64,7 +80,7 @@ func TestContextAllocs(t *testing.T) {
 	var stdExpiry [2]float64
 	synctest.Test(t, func(t *testing.T) {
 		for i, done := range []bool{false, true} {
-			stdExpiry[i] = testing.AllocsPerRun(runs, func() {
+			stdExpiry[i] = ownAllocs(runs, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 				if done {
 					_ = ctx.Done()
@@ -83,7 +99,7 @@ func TestContextAllocs(t *testing.T) {
 		st := mustNew(t)
 		defer st.Stop()
 		now := func(wt withTimeoutFunc) float64 {
-			return testing.AllocsPerRun(runs, func() {
+			return ownAllocs(runs, func() {
 				ctx, cancel := wt(context.Background(), 0)
 				<-ctx.Done()
 				cancel()
