@@ -15,6 +15,40 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// parkIn parks the first goroutine that reaches window (see windowHook)
+// until resume is closed; parked is closed once it is there. The hook is
+// cleared when the test ends.
+func parkIn(t *testing.T, window string) (parked, resume chan struct{}) {
+	parked, resume = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	windowHook = func(w string) {
+		if w == window {
+			once.Do(func() {
+				close(parked)
+				<-resume
+			})
+		}
+	}
+	t.Cleanup(func() { windowHook = nil })
+	return parked, resume
+}
+
+// blockingPair is a group of two pools of one goroutine each, with a stall
+// delay of an hour (the watch starts no goroutine: only stealing moves
+// items between pools), whose item 0 blocks until release is closed and
+// whose other items are counted in ran.
+func blockingPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
+	release, ran = make(chan struct{}), new(atomic.Int32)
+	g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		if v == 0 {
+			<-release
+			return
+		}
+		ran.Add(1)
+	}}, 2)
+	return g, release, ran
+}
+
 // TestGroupSharesOut: Workers and Slots are shared out among the pools,
 // at most one pool per worker, and a home's pool is its index mod the
 // pools; a manual group has one pool.
@@ -50,15 +84,7 @@ func TestGroupSharesOut(t *testing.T) {
 // hour, so the watch starts no goroutine: only stealing runs them.
 func TestGroupStealsFromABusyPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
-			if v == 0 {
-				<-release
-				return
-			}
-			ran.Add(1)
-		}}, 2)
+		g, release, ran := blockingPair()
 		defer g.Close()
 		defer close(release)
 		synctest.Wait() // both goroutines wait for work
@@ -234,26 +260,8 @@ func TestGroupCloseHandsBackEverything(t *testing.T) {
 // about to steal are handed back by Close and none is run or lost.
 func TestGroupStealWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parked, resume := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		windowHook = func(w string) {
-			if w == "steal" {
-				once.Do(func() {
-					close(parked)
-					<-resume
-				})
-			}
-		}
-		defer func() { windowHook = nil }()
-		release := make(chan struct{})
-		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
-			if v == 0 {
-				<-release
-				return
-			}
-			ran.Add(1)
-		}}, 2)
+		parked, resume := parkIn(t, "steal")
+		g, release, ran := blockingPair()
 		synctest.Wait()
 		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
@@ -279,23 +287,8 @@ func TestGroupStealWindowClose(t *testing.T) {
 // hand them back.
 func TestGroupStealWindowIntoClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parked, resume := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		windowHook = func(w string) {
-			if w == "steal" {
-				once.Do(func() {
-					close(parked)
-					<-resume
-				})
-			}
-		}
-		defer func() { windowHook = nil }()
-		release := make(chan struct{})
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
-			if v == 0 {
-				<-release
-			}
-		}}, 2)
+		parked, resume := parkIn(t, "steal")
+		g, release, _ := blockingPair()
 		synctest.Wait()
 		g.Pool(0).Submit(0)
 		synctest.Wait()
@@ -326,31 +319,13 @@ func TestGroupStealWindowIntoClosed(t *testing.T) {
 // else runs them.
 func TestGroupIdleWindowSubmit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
-			if v == 0 {
-				<-release
-				return
-			}
-			ran.Add(1)
-		}}, 2)
+		g, release, ran := blockingPair()
 		defer g.Close()
 		defer close(release)
 		synctest.Wait()
 		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
-		parked, resume := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		windowHook = func(w string) {
-			if w == "idle" {
-				once.Do(func() {
-					close(parked)
-					<-resume
-				})
-			}
-		}
-		defer func() { windowHook = nil }()
+		parked, resume := parkIn(t, "idle")
 		g.Pool(1).Submit(1) // pool 1's goroutine runs it, then finds nothing
 		<-parked
 		for i := 2; i < 10; i++ {
