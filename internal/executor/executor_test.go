@@ -132,43 +132,68 @@ func TestWorkSpreadsOverWokenWorkers(t *testing.T) {
 // of their submission, with 8 workers and with 2: goroutines stuck in an
 // item are replaced at once, not one per stall delay. In a synctest bubble
 // only timers move the clock, so the bound is exact. Once released, the
-// goroutines added go away, down to the workers.
+// goroutines added go away, down to the workers. The same for a group whose
+// items all go to one pool while the other pools' goroutines are free (a
+// thief that comes free late takes one item, and a taker leaves a share:
+// see Group).
 func TestBlockedItemsAllStartWithinStall(t *testing.T) {
 	const stall = time.Millisecond
-	for _, workers := range []int{8, 2} {
-		for _, n := range []int{8, 40, 200} {
-			for _, oneByOne := range []bool{false, true} {
-				name := fmt.Sprintf("workers=%d/N=%d/oneByOne=%v", workers, n, oneByOne)
-				t.Run(name, func(t *testing.T) {
-					synctest.Test(t, func(t *testing.T) {
-						b := newBlocker()
-						p := New(Config[int]{Workers: workers, Stall: stall, Run: b.run})
-						defer p.Close()
-						defer b.stop()
-						synctest.Wait()
-						start := time.Now()
-						if oneByOne {
-							for i := range n {
-								p.Submit(i)
+	for _, group := range []bool{false, true} {
+		for _, workers := range []int{8, 2} {
+			for _, n := range []int{8, 40, 200} {
+				for _, oneByOne := range []bool{false, true} {
+					if group && !oneByOne {
+						continue
+					}
+					name := fmt.Sprintf("group=%v/workers=%d/N=%d/oneByOne=%v", group, workers, n, oneByOne)
+					t.Run(name, func(t *testing.T) {
+						synctest.Test(t, func(t *testing.T) {
+							b := newBlocker()
+							c := Config[int]{Workers: workers, Slots: workers, Stall: stall, Run: b.run}
+							var p interface {
+								Submit(...int) bool
+								Close() []int
 							}
-						} else {
-							p.Submit(ints(n)...)
-						}
-						time.Sleep(10 * stall)
-						assert.Equal(t, n, b.count(), "items started")
-						for v, at := range b.started {
-							assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
-						}
-						b.stop()
-						synctest.Wait()
-						assert.Equal(t, workers, runGoroutines(), "goroutines left once nothing blocks")
-						assert.Empty(t, p.Close())
+							if group {
+								// Every item to one pool of
+								// the group, the other pools'
+								// goroutines free (see Group).
+								p = pool0{NewGroup(c, workers)}
+							} else {
+								p = New(c)
+							}
+							defer p.Close()
+							defer b.stop()
+							synctest.Wait()
+							start := time.Now()
+							if oneByOne {
+								for i := range n {
+									p.Submit(i)
+								}
+							} else {
+								p.Submit(ints(n)...)
+							}
+							time.Sleep(10 * stall)
+							assert.Equal(t, n, b.count(), "items started")
+							for v, at := range b.started {
+								assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
+							}
+							b.stop()
+							synctest.Wait()
+							assert.Equal(t, workers, runGoroutines(), "goroutines left once nothing blocks")
+							assert.Empty(t, p.Close())
+						})
 					})
-				})
+				}
 			}
 		}
 	}
 }
+
+// pool0 submits to a group's pool 0.
+type pool0 struct{ *Group[int] }
+
+func (g pool0) Submit(items ...int) bool { return g.Pool(0).Submit(items...) }
 
 // TestWorkBehindAnItemThatBlocksMidBatch: the items of a batch behind one
 // that blocks start within the stall delay of when it started, also when

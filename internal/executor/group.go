@@ -38,7 +38,7 @@ import (
 //
 // Two rules keep the single pool's bound, that an item waits behind items
 // that block for at most about the stall delay
-// (TestGroupBlockedItemsAllStartWithinStall). A goroutine taking a batch
+// (TestBlockedItemsAllStartWithinStall, group=true). A goroutine taking a batch
 // leaves a share of the queue to the free goroutines of other pools, and
 // pokes them, as it leaves one to those of its own pool that are coming:
 // else it would take every item in a batch behind the first, which may

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -127,43 +126,6 @@ func TestGroupStealsWhenFree(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, int32(40), ran.Load(), "items pool 1's goroutine stole once free")
 	})
-}
-
-// TestGroupBlockedItemsAllStartWithinStall is TestBlockedItemsAllStartWithinStall
-// for a group whose items are all submitted to one pool, while the other
-// pools' goroutines are free: items that all block start within twice the
-// stall delay of their submission (see Group: an item stolen, behind one
-// that blocks, by a goroutine that came free late waits for that
-// goroutine's stall delay), and once released, the goroutines added go
-// away.
-func TestGroupBlockedItemsAllStartWithinStall(t *testing.T) {
-	const stall = time.Millisecond
-	for _, workers := range []int{8, 2} {
-		for _, n := range []int{8, 40, 200} {
-			t.Run(fmt.Sprintf("workers=%d/N=%d", workers, n), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					b := newBlocker()
-					g := NewGroup(Config[int]{Workers: workers, Slots: workers, Stall: stall, Run: b.run}, workers)
-					defer g.Close()
-					defer b.stop()
-					synctest.Wait()
-					start := time.Now()
-					for i := range n {
-						g.Pool(0).Submit(i)
-					}
-					time.Sleep(10 * stall)
-					assert.Equal(t, n, b.count(), "items started")
-					for v, at := range b.started {
-						assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
-					}
-					b.stop()
-					synctest.Wait()
-					assert.Equal(t, workers, runGoroutines(), "goroutines left once nothing blocks")
-					assert.Empty(t, g.Close())
-				})
-			})
-		}
-	}
 }
 
 // TestGroupOneStuckStartsOne: one item that blocks in a pool of one
