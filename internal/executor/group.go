@@ -7,8 +7,6 @@ import (
 	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
 
-// # Groups: a pool per home
-//
 // A Group is a pool per home (a SystemTimer's shard): a home submits to
 // its own pool, whose goroutines take its items, so the path of an item
 // takes no lock that other homes take. Each pool is a whole Pool, with
@@ -55,7 +53,7 @@ import (
 // have not stolen (they were busy), then each get a goroutine, where a
 // single pool of as many goroutines started one. Those goroutines exit
 // once the queue is empty.
-
+//
 // A pool's hint (poolHint) is written by the pool with its lock held and
 // read by others without it: a stale hint costs a steal that finds
 // nothing, or a goroutine that waits while a sibling has spare items until
