@@ -362,8 +362,7 @@ func (p *Pool[T]) Submit(items ...T) bool {
 	if spare {
 		p.arm()
 	}
-	p.note()
-	p.mu.Unlock()
+	p.mu.Unlock() // wake published the hint, and arm's look too if it ran
 	if spare && p.group != nil {
 		// No goroutine of this pool is free for them: one of another
 		// pool that waits for work may take them (see Group).
