@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestTokenStranded: a shard whose token is alive but out of every
@@ -64,5 +65,40 @@ func TestTokenStranded(t *testing.T) {
 		if tok.sh == sh && tok.use() {
 			t.Fatal("the stranded token of a shard dealt anew is still taken as its shard's: two processors would share it")
 		}
+	}
+}
+
+// TestTokenOwnCacheLines: a processor's token, and its shard's slot,
+// which every arming and re-arm on that processor reads, share no cache
+// line with another object. A 32-byte token shared one with whatever the
+// allocator put beside it; when that was written on another core at every
+// operation, two goroutines resetting their own timers ran at half speed
+// in about 2 runs of 5 of BenchmarkParallel's reuse (see tokens.go).
+func TestTokenOwnCacheLines(t *testing.T) {
+	const line = 64
+	if size := unsafe.Sizeof(shardToken{}); size%(2*line) != 0 {
+		t.Errorf("a shardToken is %d bytes: not whole pairs of %d-byte lines, so an object the allocator puts beside it may share one", size, line)
+	}
+	if size := unsafe.Sizeof(tokenSlot{}); size%line != 0 {
+		t.Errorf("a tokenSlot is %d bytes: not whole %d-byte lines, so two slots, or a slot and another object, may share one", size, line)
+	}
+	st := mustNew(t)
+	defer st.Stop()
+	for i := range st.dealer.slots {
+		if a := uintptr(unsafe.Pointer(&st.dealer.slots[i])); a%line != 0 {
+			t.Errorf("slot %d at %#x: not at the start of a cache line", i, a)
+		}
+	}
+	// Tokens the dealer makes land on whole lines too (the allocator
+	// aligns objects of 128 bytes to 128).
+	for range 8 {
+		tok, _ := st.tokens.Get().(*shardToken)
+		if tok == nil {
+			break
+		}
+		if a := uintptr(unsafe.Pointer(tok)); a%(2*line) != 0 {
+			t.Errorf("a token at %#x: not at the start of a pair of cache lines", a)
+		}
+		defer st.tokens.Put(tok)
 	}
 }
