@@ -252,7 +252,8 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	if period > 0 {
 		t.kind = kindTicker
 	}
-	t.sh = st.shardFor(t)
+	var pc pushCount
+	t.sh, pc = st.shardForPush(t, d > 0)
 	now := st.now()
 	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.NewTimer
 	ct.when.Store(when)
@@ -266,7 +267,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 		return ErrTooManyPending
 	}
 	ct.s.Store(chanState(0, chanArmed))
-	switch err := st.arm(t, when, now); err {
+	switch err := st.arm(t, when, now, pc); err {
 	case nil:
 	case ErrStopped:
 		// See orphan. Busy while rt is set: a run that comes before

@@ -129,7 +129,8 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 		c.state.Store(causeBit)
 	}
 	c.t.kind = kindContext
-	c.t.sh = st.shardFor(&c.t)
+	var pc pushCount
+	c.t.sh, pc = st.shardForPush(&c.t, true)
 	cancel := func() { c.cancelByCaller() }
 	c.cancelFn = cancel
 	if done != nil {
@@ -152,7 +153,7 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 	case when <= now: // passed already by a clock other than the real one
 		c.expire()
 	default:
-		if err := st.arm(&c.t, when, now); err != nil {
+		if err := st.arm(&c.t, when, now, pc); err != nil {
 			reason := reasonStopped
 			if errors.Is(err, ErrTooManyPending) {
 				reason = reasonTooMany

@@ -155,7 +155,12 @@
 // in another processor's part of the pool's victim cache after a garbage
 // collection) would keep its shard taken until the next collections; a
 // shard whose token goes unused for a millisecond while a processor has
-// none is dealt anew (tokens.go).
+// none is dealt anew (tokens.go). The token also carries the processor's
+// count of the timers it pushed on its shard's stack, added to the shard's
+// count (which brings the drain of a deep stack) 32 at a time: an arming
+// writes no shared word but the stack's head. A token gets cache lines of
+// its own: read on every arming, it missed whenever an object the
+// allocator put beside it was written on another core.
 //
 // A timer that is not pending (idle, stopped or fired) moves to the shard
 // of the processor that re-arms it with Reset, so that a connection's timer

@@ -60,7 +60,8 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	p := &periodic{sched: s, f: f}
 	t := &p.t
 	t.kind = kindPeriodic // runTimer calls p.run
-	t.sh = st.shardFor(t)
+	var pc pushCount
+	t.sh, pc = st.shardForPush(t, true)
 	if st.closed.Load() {
 		return nil, ErrStopped
 	}
@@ -73,7 +74,7 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	}
 	p.prev = first
 	when, now := st.deadline(first)
-	if err := st.arm(t, when, now); err != nil {
+	if err := st.arm(t, when, now, pc); err != nil {
 		p.release()
 		return nil, err
 	}

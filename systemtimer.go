@@ -309,10 +309,17 @@ func (st *SystemTimer) tickTime(k int64) time.Time {
 // Placement is locality, never correctness: any goroutine may stop, reset
 // or fire any timer.
 func (st *SystemTimer) shardFor(t *Timer) *shard {
+	sh, _ := st.shardForPush(t, false)
+	return sh
+}
+
+// shardForPush is shardFor for a timer about to be pushed on the shard
+// (by arm), which it counts (see localShardPush): arm takes the count.
+func (st *SystemTimer) shardForPush(t *Timer, push bool) (*shard, pushCount) {
 	if len(st.shards) == 1 {
-		return &st.shards[0]
+		return &st.shards[0], countOnShard
 	}
-	return st.localShard(st.shardOf(t))
+	return st.localShardPush(st.shardOf(t), push)
 }
 
 // localShard returns the shard of the processor the caller runs on, or
@@ -322,23 +329,61 @@ func (st *SystemTimer) shardFor(t *Timer) *shard {
 // put back (see tokens.go): about 7ns, with no write to memory another
 // processor uses.
 func (st *SystemTimer) localShard(def *shard) *shard {
+	sh, _ := st.localShardPush(def, false)
+	return sh
+}
+
+// localShardPush is localShard for a caller that is about to push a timer
+// on the shard it returns (if push): the push is counted toward
+// drainDepth in the processor's token, with no atomic instruction but one
+// in pushBatch (see shardToken.count), and it returns countedByToken.
+// Without a token it returns countOnShard: the pusher counts the push on
+// the shard (shard.countPush). A caller that does not push after all
+// leaves a push counted that never came: the drain only comes sooner.
+func (st *SystemTimer) localShardPush(def *shard, push bool) (*shard, pushCount) {
 	if st.byAddress || len(st.shards) == 1 {
-		return def
+		return def, countOnShard
 	}
 	if st.placeHook != nil {
-		return st.placeHook()
+		return st.placeHook(), countOnShard
 	}
 	tok, _ := st.tokens.Get().(*shardToken)
 	if tok == nil {
-		return def
+		return def, countOnShard
 	}
 	if !tok.use() {
-		return def // its shard was dealt anew: dropped
+		return def, countOnShard // its shard was dealt anew: dropped
 	}
-	sh := tok.sh
+	sh, pc := tok.sh, countOnShard
 	touch(sh, "local") // the processor's shard, for the locality test
+	if push {
+		tok.count()
+		pc = countedByToken
+	}
 	st.tokens.Put(tok)
-	return sh
+	return sh, pc
+}
+
+// A pushCount says who counts a push toward drainDepth: the pusher, on
+// the shard's pushed count, or the processor's token, which counted it
+// already (see localShardPush).
+type pushCount uint8
+
+const (
+	countOnShard   pushCount = iota // the pusher counts it on sh.pushed
+	countedByToken                  // counted in the processor's token
+)
+
+// countPush counts a push on sh as pc says, and reports whether its
+// pusher is to drain the stack: whether the count reached drainDepth.
+// Every pusher looks at the count, however it was counted, so a drain the
+// count calls for comes with the next push even when the push counted
+// last never came (see localShardPush).
+func (sh *shard) countPush(pc pushCount) bool {
+	if pc == countedByToken {
+		return sh.pushed.Load() >= drainDepth
+	}
+	return sh.pushed.Add(1) >= drainDepth
 }
 
 // shardOf returns the shard of t chosen by a hash of its address (the Go
@@ -377,7 +422,8 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 		return nil, errNilFunc
 	}
 	t := &Timer{f: f}
-	t.sh = st.shardFor(t)
+	var pc pushCount
+	t.sh, pc = st.shardForPush(t, d > 0)
 	if d <= 0 {
 		if err := st.fireNew(t); err != nil {
 			return nil, err
@@ -385,15 +431,15 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 		return t, nil
 	}
 	now := st.now()
-	if err := st.arm(t, satAdd(now, int64(d)), now); err != nil {
+	if err := st.arm(t, satAdd(now, int64(d)), now, pc); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 // arm arms a new timer, one no other goroutine knows of yet, to run at when
-// (ns since the epoch).
-func (st *SystemTimer) arm(t *Timer, when, now int64) error {
+// (ns since the epoch); pc is how shardForPush counted its push.
+func (st *SystemTimer) arm(t *Timer, when, now int64, pc pushCount) error {
 	sh := t.sh // read before the push publishes t: a Reset may move it after
 	if when < sh.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
@@ -403,7 +449,7 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.
 		return ErrStopped
 	}
-	if sh.pushed.Add(1) < drainDepth && when >= sh.wakeAt.Load() {
+	if !sh.countPush(pc) && when >= sh.wakeAt.Load() {
 		return nil // the common case
 	}
 	st.drainShard(sh, st.now())
@@ -420,7 +466,11 @@ func (st *SystemTimer) arm(t *Timer, when, now int64) error {
 // drainDepth is how many pushes a shard takes before the pusher drains its
 // stack itself: it bounds the work a drain does under the lock, and the
 // memory a stack keeps. The count is shard.pushed, a hint: a timer its
-// Stop popped again still counts, which only brings the drain sooner.
+// Stop popped again still counts, which only brings the drain sooner; a
+// processor arming on its own shard adds its pushes pushBatch at a time
+// (see localShardPush), so the stack may hold up to pushBatch-1 more for
+// each token of the shard in use (one, but for the moment a token is dealt
+// anew) and for each token lost with its count.
 const drainDepth = 1024
 
 // closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop
@@ -431,7 +481,7 @@ var closedStack = new(Timer)
 // push puts t, queued (or owned by its pusher), on its shard's incoming
 // stack without taking a lock, to be placed in a bucket later by whoever
 // drains the stack, and reports true; or reports false, pushing nothing,
-// if the shard is closed. The caller counts the push in sh.pushed. Leaving
+// if the shard is closed. The caller counts the push (countPush). Leaving
 // t on the stack is safe for a timer due at or after wakeAt, because the
 // driver drains every stack before it sleeps past wakeAt; the driver
 // publishes wakeAt before it drains, and the pusher reads it after

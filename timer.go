@@ -442,13 +442,18 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// moved the timer and a Stop stopped it again (ABA).
 			sh := t.shard()
 			// Owned and on no list: it moves to the shard of the
-			// processor that arms it, if that is another one.
+			// processor that arms it, if that is another one. The
+			// processor counts the push if it lands on its shard.
+			pc := countOnShard
 			if move {
-				if to := st.localShard(sh); to != sh {
+				to, c := st.localShardPush(sh, true)
+				if to != sh {
 					failpoint("reset:moving")
 					if t.moveTo(sh, to) {
-						sh = to
+						sh, pc = to, c
 					}
+				} else {
+					pc = c
 				}
 			}
 			failpoint("reset:arming")
@@ -468,7 +473,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			if !t.w.CompareAndSwap(pack(when, stateOwned), pack(when, stateQueued)) && debugChecks {
 				panic("timingwheel: internal error: an arming timer changed under its pusher")
 			}
-			if sh.pushed.Add(1) >= drainDepth || when < sh.wakeAt.Load() {
+			if sh.countPush(pc) || when < sh.wakeAt.Load() {
 				st.drainShard(sh, st.now())
 			}
 			return false, nil

@@ -46,10 +46,12 @@ type shard struct {
 	// see shard.push. It is drained under mu.
 	incoming atomic.Pointer[Timer]
 	// pushed counts the pushes since the last drain: a hint, for
-	// drainDepth. unstacked counts the timers that Stop popped off the
-	// stack, armed and stopped before they were placed: Stats adds them to
-	// Armed and Stopped. Both on incoming's cache line, which their writers
-	// have just written.
+	// drainDepth; a processor arming on its own shard adds its pushes
+	// pushBatch at a time, from its token (see localShardPush).
+	// unstacked counts the timers that Stop popped off the stack, armed
+	// and stopped before they were placed: Stats adds them to Armed and
+	// Stopped. Both on incoming's cache line, which their writers have
+	// just written.
 	pushed    atomic.Uint32
 	unstacked atomic.Uint64
 

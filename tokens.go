@@ -49,10 +49,17 @@ type shardToken struct {
 	gen  uint64 // the slot's generation when this token was dealt
 	// seen is set by every Get of the token and cleared by the dealer
 	// when it looks for stranded tokens. Read before it is written, so
-	// that a processor using its token writes nothing but the first time
-	// after a clear: the token's memory stays in its processor's cache.
+	// that a processor using its token writes it only the first time
+	// after a clear.
 	seen atomic.Bool
-	// The token is read on every arming and re-arm of its processor, so
+	// pushes counts the pushes on sh its holders announced (see
+	// SystemTimer.localShardPush) and have not yet added to sh.pushed:
+	// they add them pushBatch at a time, so that a processor arming on its
+	// own shard makes one atomic addition in pushBatch instead of one per
+	// arming. Only the token's holder, between the pool's Get and Put,
+	// reads or writes it.
+	pushes uint32
+	// The token is used on every arming and re-arm of its processor, so
 	// it gets cache lines of its own: a 32-byte token shared its line
 	// with whatever the heap put beside it, and when that was written on
 	// another core at every operation (testing.PB's counter, in
@@ -189,6 +196,21 @@ func (d *tokenDealer) deal(i int, from uint64) *shardToken {
 type tokenRef struct {
 	slot *tokenSlot
 	gen  uint64
+}
+
+// pushBatch is how many pushes a processor counts in its token before it
+// adds them to its shard's pushed count. A token lost with its count (to
+// a garbage collection, see above, or dealt anew) takes fewer than
+// pushBatch uncounted pushes with it.
+const pushBatch = 32
+
+// count counts a push its holder is about to make on tok.sh, adding the
+// token's count to the shard's every pushBatch pushes.
+func (tok *shardToken) count() {
+	if tok.pushes++; tok.pushes >= pushBatch {
+		tok.sh.pushed.Add(tok.pushes)
+		tok.pushes = 0
+	}
 }
 
 // use reports whether tok is its shard's live token, and marks it seen. A

@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -100,5 +101,68 @@ func TestTokenOwnCacheLines(t *testing.T) {
 			t.Errorf("a token at %#x: not at the start of a pair of cache lines", a)
 		}
 		defer st.tokens.Put(tok)
+	}
+}
+
+// TestPushCountBoundsTheStack: a shard's incoming stack holds about
+// drainDepth timers at most, however they are armed: the pusher that
+// brings the count to drainDepth drains it. A processor arming on its own
+// shard counts its pushes in its token and adds them pushBatch at a time
+// (see localShardPush); the bound must hold through that too. With no
+// driver (withManual) and every timer an hour out, nothing else drains.
+func TestPushCountBoundsTheStack(t *testing.T) {
+	// Two shards at least, so that armings count in the tokens.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	st := mustNew(t, withManual())
+	defer st.Stop()
+	if len(st.shards) < 2 {
+		t.Fatal("one shard: no tokens")
+	}
+	deepest := func() int {
+		most := 0
+		for i := range st.shards {
+			n := 0
+			for tm := st.shards[i].incoming.Load(); tm != nil; tm = (*Timer)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&tm.next)))) {
+				n++
+			}
+			most = max(most, n)
+		}
+		return most
+	}
+	// Each token in use holds fewer than pushBatch pushes it has not added
+	// to its shard's count, and so does each token lost with its count
+	// (the race detector's sync.Pool drops a quarter of what is put back;
+	// a collection strands some): a lost token is replaced by one dealt
+	// anew, so the tokens are at most the shards plus the deals.
+	dealt := func() int {
+		st.dealer.mu.Lock()
+		defer st.dealer.mu.Unlock()
+		return int(st.dealer.gen)
+	}
+	dealt0 := dealt()
+	const rounds = 20 * drainDepth
+	check := func(how string, i int) {
+		d := deepest()
+		if bound := drainDepth + pushBatch*(len(st.shards)+dealt()-dealt0); d > bound {
+			t.Fatalf("%s: a stack holds %d timers after %d armings (bound %d): nobody drained it", how, d, i+1, bound)
+		}
+	}
+	for i := range rounds {
+		_, err := st.AfterFunc(time.Hour, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("AfterFunc", i)
+	}
+	bound2 := make([]Timer, rounds)
+	for i := range bound2 {
+		st.Bind(&bound2[i], func() {})
+	}
+	for i := range bound2 {
+		bound2[i].Reset(time.Hour) // re-armed from idle, without the lock
+		check("Reset", i)
+	}
+	if st.Len() != 2*rounds {
+		t.Fatalf("Len %d, want %d", st.Len(), 2*rounds)
 	}
 }

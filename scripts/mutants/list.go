@@ -158,8 +158,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "place-by-address", file: "systemtimer.go",
-		old: "\treturn st.localShard(st.shardOf(t))",
-		new: "\treturn st.shardOf(t)",
+		old: "\treturn st.localShardPush(st.shardOf(t), push)",
+		new: "\treturn st.shardOf(t), countOnShard",
 		why: "a new timer goes to the shard of its address, not to its processor's",
 	},
 	{
@@ -245,5 +245,23 @@ var mutants = []mutant{
 		old: "\tif to == sh || !t.w.CompareAndSwap(w, pack(0, stateOwned)) {\n\t\treturn\n\t}",
 		new: "\tif to == sh {\n\t\treturn\n\t}",
 		why: "a re-arm under WithMaxPending moves the timer without owning it: a Stop acts on it meanwhile",
+	},
+	{
+		name: "token-count-lost", file: "tokens.go",
+		old: "\t\ttok.sh.pushed.Add(tok.pushes)",
+		new: "\t\ttok.sh.pushed.Add(0 * tok.pushes)",
+		why: "pushes a processor counts in its token never reach its shard's count: the incoming stack grows without bound",
+	},
+	{
+		name: "token-count-unseen", file: "systemtimer.go",
+		old: "\t\treturn sh.pushed.Load() >= drainDepth",
+		new: "\t\treturn false",
+		why: "a push counted in the processor's token never drains, whatever the shard's count",
+	},
+	{
+		name: "reset-ignores-count", file: "timer.go",
+		old: "\t\t\tif sh.countPush(pc) || when < sh.wakeAt.Load() {",
+		new: "\t\t\tif sh.countPush(pc) && false || when < sh.wakeAt.Load() {",
+		why: "a re-arm without the lock never drains the stack it pushed on, however deep",
 	},
 }
