@@ -166,3 +166,38 @@ func TestPushCountBoundsTheStack(t *testing.T) {
 		t.Fatalf("Len %d, want %d", st.Len(), 2*rounds)
 	}
 }
+
+// TestTokenCountReachesTheShard: the pushes a processor counts in its
+// token reach its shard's count pushBatch at a time, and a push counted in
+// a token drains the stack once the shard's count is drainDepth, whoever
+// brought it there. Deterministic where TestPushCountBoundsTheStack is
+// not under -race (the race detector's sync.Pool drops tokens, and the
+// armings then count on the shard).
+func TestTokenCountReachesTheShard(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	st := mustNew(t, withManual())
+	defer st.Stop()
+	tok, _ := st.tokens.Get().(*shardToken)
+	if tok == nil {
+		t.Fatal("no token")
+	}
+	sh := tok.sh
+	before := sh.pushed.Load()
+	for range 3*pushBatch + 1 {
+		tok.count()
+	}
+	if got := sh.pushed.Load() - before; got != 3*pushBatch {
+		t.Fatalf("after 3*pushBatch+1 pushes counted in the token, the shard's count rose by %d, want %d", got, 3*pushBatch)
+	}
+	sh.pushed.Store(drainDepth - 1)
+	if sh.countPush(countedByToken) {
+		t.Fatal("a push counted in a token drains below drainDepth")
+	}
+	sh.pushed.Store(drainDepth)
+	if !sh.countPush(countedByToken) {
+		t.Fatal("a push counted in a token does not drain a shard whose count is drainDepth")
+	}
+	if !sh.countPush(countOnShard) {
+		t.Fatal("a push counted on the shard does not drain at drainDepth")
+	}
+}
