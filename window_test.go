@@ -384,6 +384,26 @@ func moving(t *testing.T) (st *SystemTimer, a, b *shard, target **shard) {
 	return st, a, b, &to
 }
 
+// stopWaitsForOwner starts a Stop of tm, which another goroutine owns
+// (parked in a failpoint), and checks that it waits for the owner in
+// waitOwned, parked there in turn, instead of returning; what says what
+// the owner is doing, for the failure. The caller lets the owner go, then
+// waiting, and receives Stop's result from stopped.
+func stopWaitsForOwner(t *testing.T, tm *Timer, what string) (<-chan bool, *park) {
+	t.Helper()
+	waiting := armPark(t, "waitOwned", 1)
+	stopped := make(chan bool, 1)
+	go func() { stopped <- tm.Stop() }()
+	select {
+	case ok := <-stopped:
+		t.Fatalf("Stop of a timer %s returned %v before its owner finished", what, ok)
+	case <-waiting.arrived:
+	case <-time.After(testwait.FailAfter):
+		t.Fatal("Stop neither finished nor waited")
+	}
+	return stopped, waiting
+}
+
 // parkMove starts a Reset of tm to an hour out that moves it to shard to,
 // and parks it after it took the timer (owned) and before the move; it
 // returns the park and a channel closed when the Reset returns.
@@ -415,16 +435,7 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 		t.Fatal("the hook did not place the timer")
 	}
 	move, armed := parkMove(t, st, &tm, target, b)
-	waiting := armPark(t, "waitOwned", 1)
-	stopped := make(chan bool, 1)
-	go func() { stopped <- tm.Stop() }()
-	select {
-	case ok := <-stopped:
-		t.Fatalf("Stop of a timer being moved and armed returned %v before the arming finished", ok)
-	case <-waiting.arrived:
-	case <-time.After(testwait.FailAfter):
-		t.Fatal("Stop neither finished nor waited")
-	}
+	stopped, waiting := stopWaitsForOwner(t, &tm, "being moved and armed")
 	move.letGo()
 	testwait.Recv(t, armed, "the moving Reset")
 	waiting.letGo()
@@ -824,16 +835,7 @@ func TestConcurrentWindowFollowVsStop(t *testing.T) {
 		armed <- err
 	}()
 	move.wait(t)
-	waiting := armPark(t, "waitOwned", 1)
-	stopped := make(chan bool, 1)
-	go func() { stopped <- tm.Stop() }()
-	select {
-	case ok := <-stopped:
-		t.Fatalf("Stop of a timer being moved returned %v before the move finished", ok)
-	case <-waiting.arrived:
-	case <-time.After(testwait.FailAfter):
-		t.Fatal("Stop neither finished nor waited")
-	}
+	stopped, waiting := stopWaitsForOwner(t, tm, "being moved")
 	move.letGo()
 	if err := testwait.Recv(t, armed, "the following Reset"); err != nil {
 		t.Fatalf("the Reset failed: %v", err)
