@@ -49,11 +49,13 @@ func (st *SystemTimer) withTimeout(parent context.Context, d time.Duration, caus
 //     birth with the cause [ErrTooManyPending].
 //   - A cancellation that starts at a standard cancelable context (a
 //     parent made by context.WithCancel, a server's request context) reaches
-//     the returned context, and the contexts derived from it, a goroutine
-//     hop later: after the parent's cancel returns, the returned context's
-//     Err and Done show it at once, but a context derived from it before
-//     may still report nil from Err until that goroutine has run. See
-//     "Contexts" in the package doc.
+//     the returned context through context.AfterFunc, a goroutine hop
+//     later. Readers of the wheel contexts cannot tell: once the parent's
+//     cancel has returned, their Err, Done and Cause show it. A standard
+//     context derived from the returned one, read before anything has looked
+//     at a wheel context above it, and a Done channel taken before the
+//     cancel, show it that goroutine hop later. See "Contexts" in the
+//     package doc.
 //
 // Everything else is the standard library's: Err and context.Cause return
 // what a context.WithDeadline would, in the same cases and the same order;
@@ -283,36 +285,50 @@ func (c *timerCtx) closed() bool { return c.state.Load()&closedBit != 0 }
 func (c *timerCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *timerCtx) Done() <-chan struct{} {
-	if c.async() {
-		c.poll()
-	}
+	c.look()
 	return c.inner().Done()
 }
 
 func (c *timerCtx) Err() error {
-	if c.async() {
-		c.poll()
-	}
-	s := c.state.Load()
-	if s&reasonMask == reasonLive {
+	if !c.look() {
 		return nil // x is canceled only after the reason is set
 	}
-	x := c.inner()
-	if s&finishedBit == 0 {
-		// Whoever ended c may not have canceled x yet: do it, so that Err
-		// is never non-nil while Done is open, as a cancelCtx's Err waits
-		// for its Done.
-		c.closeX()
-	}
-	return x.Err()
+	return c.inner().Err()
 }
 
-// poll ends c now if its parent, whose cancellation reaches c through
-// AfterFunc, is done: whoever asks sees the parent's cancellation at once.
-func (c *timerCtx) poll() {
-	if c.live() && c.parent.Err() != nil {
-		c.end(reasonParent)
+// look brings c up to date before a reader learns anything of it (Err,
+// Done, Value, context.Cause), and reports whether c has ended: so that a
+// reader who has seen a wheel context ended, or whose standard parent's
+// cancel has returned, sees every context derived from it ended too, as the
+// context package's cancel ends the whole subtree before anyone can see it
+// returned. Ancestors first, up the chain of wheel ancestors: c ends now if
+// the one it follows has ended, or if its parent, whose cancellation
+// reaches it through AfterFunc, is done. A context that another goroutine
+// has ended but not finished ending gets its x canceled here (closeX), so
+// that Err is never non-nil while Done is open; its kids are left to their
+// own look, since settling them here would call back into this context
+// through the parents' Err that canceling their x asks, on this goroutine.
+// The walk costs an atomic load or two per wheel ancestor.
+func (c *timerCtx) look() bool {
+	if c.up != nil {
+		c.up.look()
 	}
+	s := c.state.Load()
+	if s&reasonMask != reasonLive {
+		if s&finishedBit == 0 {
+			c.closeX()
+		}
+		return true
+	}
+	if s&asyncBit != 0 {
+		if c.parent.Err() == nil {
+			return false
+		}
+	} else if c.up == nil || c.up.live() {
+		return false
+	}
+	c.end(reasonParent)
+	return true
 }
 
 // inner returns x, made on its first use. As the standard library's done
@@ -357,6 +373,7 @@ func (c *timerCtx) inner() context.Context {
 func (c *timerCtx) Value(key any) any {
 	switch key {
 	case cancelCtxKey:
+		c.look()
 		return c.inner()
 	case any(&wheelKey):
 		return c
@@ -433,6 +450,7 @@ func (c *timerCtx) end(reason uint32) {
 			break
 		}
 	}
+	failpoint("ctxEnd:reasonSet")
 	c.settle()
 	c.mu.Lock()
 	c.kids = nil // settled: those settling still have the list
@@ -468,6 +486,7 @@ func (c *timerCtx) end(reason uint32) {
 // can walk it.
 func (c *timerCtx) settle() {
 	c.closeX()
+	failpoint("ctxSettle:xClosed")
 	c.mu.Lock()
 	k := c.kids
 	c.mu.Unlock()

@@ -77,10 +77,13 @@ func makeChain(root context.Context, cancelRoot func(error), kinds []layerKind, 
 // cancellation moves synchronously from a cancelable context to the
 // standard ones below it, and from a wheel context to the wheel contexts
 // below it whatever lies between; from a standard cancelable context to a
-// wheel context below it, only through AfterFunc.
-func syncDone(kinds []layerKind, p int) (sync, done []bool) {
+// wheel context below it, only through AfterFunc. Readers of such a wheel
+// context cannot tell (they look at its parent): seen reports the layers
+// that read as done right after the cancel returns, whoever has run: the
+// synchronous ones and the wheel layers that are done.
+func syncDone(kinds []layerKind, p int) (sync, done, seen []bool) {
 	n := len(kinds) + 1
-	sync, done = make([]bool, n), make([]bool, n)
+	sync, done, seen = make([]bool, n), make([]bool, n), make([]bool, n)
 	kind := func(i int) layerKind {
 		if i == 0 {
 			return layerCancel // the root
@@ -112,7 +115,10 @@ func syncDone(kinds []layerKind, p int) (sync, done []bool) {
 			done[i], sync[i] = done[i-1], sync[i-1]
 		}
 	}
-	return sync, done
+	for i := range seen {
+		seen[i] = sync[i] || done[i] && kind(i) == layerWheel
+	}
+	return sync, done, seen
 }
 
 // TestContextLayers builds random chains of value, custom, standard
@@ -163,11 +169,11 @@ func TestContextLayers(t *testing.T) {
 		cause := fmt.Errorf("cause %d", run)
 		std.cancels[p](cause)
 		wheel.cancels[p](cause)
-		sync, done := syncDone(kinds, p)
+		sync, done, seen := syncDone(kinds, p)
 		// Deepest first: looking at a wheel context ends it if its
 		// parent is done, which must not hide a layer below that lags.
 		for i := len(wheel.ctxs) - 1; i >= p; i-- {
-			if !sync[i] {
+			if !seen[i] {
 				continue
 			}
 			select {

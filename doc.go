@@ -396,10 +396,15 @@
 // standard cancelable context above a wheel context (a server's request
 // context when the client goes away) reaches the wheel context through
 // [context.AfterFunc]: one goroutine, started at that cancellation and none
-// before. After the standard context's cancel returns, the wheel context's
-// own Done and Err show it at once (they look at the parent), and so does any
-// context derived from it afterwards; one derived from it before may report a
-// nil Err until that goroutine has run. A parent with an AfterFunc method of
+// before. Readers cannot tell: after the standard context's cancel returns,
+// the Err, Done, Value and [context.Cause] of every wheel context below it
+// look up their chain of wheel ancestors and find it done, and a reader who
+// sees a wheel context ended sees every context derived from it ended too,
+// as the context package's cancel ends the whole subtree before anyone can
+// see it returned. What still shows the hop is a standard context derived
+// from such a wheel context, read before anything has looked at the wheel
+// context or the goroutine has run, and a Done channel taken before the
+// cancel: it is closed a goroutine hop later. A parent with an AfterFunc method of
 // its own is followed through it, synchronously if it runs functions so.
 // The alternative, tying the wheel context to such a parent as a standard
 // child is tied, would give the contexts derived from it the parent's errors
