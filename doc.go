@@ -147,20 +147,14 @@
 // runtime's P) that makes or binds it, as the Go runtime keeps its timers
 // per P: a goroutine's timers stay on its processor's shard, and goroutines
 // on different processors arm, stop and reset their own timers without
-// meeting on a lock or a cache line. Go gives no processor id outside the
-// runtime, so a token per processor naming a shard is kept in a sync.Pool,
-// which keeps what is put in it per P (about 7ns a timer made); when a
-// processor finds no token (every shard's is out), the timer's address
-// chooses its shard. A token that no processor can reach any more (left
-// in another processor's part of the pool's victim cache after a garbage
-// collection) would keep its shard taken until the next collections; a
-// shard whose token goes unused for a millisecond while a processor has
-// none is dealt anew (tokens.go). The token also carries the processor's
-// count of the timers it pushed on its shard's stack, added to the shard's
+// meeting on a lock or a cache line. The processor's id comes from the
+// runtime's procPin, which the runtime keeps reachable for sync.Pool's
+// users (internal/proc): a few instructions and no atomic one. Processors
+// beyond the shards (GOMAXPROCS raised after New, or above 64) share
+// shards. A processor counts the timers it pushes on its shard's stack
+// itself, while the goroutine is pinned to it, and adds them to the shard's
 // count (which brings the drain of a deep stack) 32 at a time: an arming
-// writes no shared word but the stack's head. A token gets cache lines of
-// its own: read on every arming, it missed whenever an object the
-// allocator put beside it was written on another core.
+// writes no shared word but the stack's head.
 //
 // A timer that is not pending (idle, stopped or fired) moves to the shard
 // of the processor that re-arms it with Reset, so that a connection's timer
@@ -234,8 +228,7 @@
 // What still crosses cores: stealing, by design, when a pool falls
 // behind; the hints the pools read of each other (their spare items and
 // free workers, written only when they change) when a worker runs out of
-// work or a hand-over leaves items waiting; and a processor without a
-// token places by address. BenchmarkParallel runs both placements (wheel, and wheel-address,
+// work or a hand-over leaves items waiting. BenchmarkParallel runs both placements (wheel, and wheel-address,
 // withAddressShards) against the runtime; scripts/scaling makes the
 // table, and bench/README.md has the 16-core figures.
 //

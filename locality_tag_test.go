@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/proc"
 )
 
 // The locality test: goroutines arm, reset and stop timers of their own
@@ -18,7 +20,7 @@ import (
 // instrument (locality_on.go) records every shard each operation locked or
 // wrote, and every write to memory all shards share. Each operation is
 // checked against the shard of the processor it ran on, read from the
-// processor's token before and after it (processorShard):
+// processor's id before and after it (processorShard):
 //
 //   - local: it touched its processor's shard only;
 //   - across a migration: it touched the shard a timer of its own was on
@@ -31,15 +33,15 @@ import (
 //     places).
 //
 // An operation during which the processor's shard changed (the goroutine
-// moved, or its processor had no token) is not checked, only counted.
+// moved) is not checked, only counted.
 //
 // An arming that queues a new bucket pushes it on its shard's own delay
 // queue: a touch of the shard like any other. Firing is checked apart, by
 // TestLocalityDrivers: each shard's driver touches its shard alone.
 //
 // Run with: go test -tags timingwheel_locality -run TestLocality -v .
-// (scripts/test does, without the race detector, under which sync.Pool
-// drops tokens at random).
+// (scripts/test does, without the race detector, whose instrumentation
+// would count as touches).
 
 type localityResult struct {
 	ops, unchecked, local, migrated, foreign, shared int
@@ -341,13 +343,8 @@ func TestLocalityDrivers(t *testing.T) {
 	}
 }
 
-// processorShard returns the shard of the calling goroutine's processor, as
-// its token names it, whatever st's placement; nil if it has no token.
+// processorShard returns the shard of the calling goroutine's processor,
+// whatever st's placement.
 func processorShard(st *SystemTimer) *shard {
-	tok, _ := st.tokens.Get().(*shardToken)
-	if tok == nil || !tok.use() {
-		return nil
-	}
-	st.tokens.Put(tok)
-	return tok.sh
+	return &st.shards[proc.ID()&(len(st.shards)-1)]
 }

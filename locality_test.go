@@ -8,11 +8,10 @@ import (
 // TestShardLocality: by default, the timers one goroutine makes in a row go
 // to one shard, the one its processor holds (see shardFor); with
 // withAddressShards they spread over every shard. A goroutine may move to
-// another processor, and a garbage collection may deal tokens anew, so the
-// test asks for most, not all.
+// another processor, so the test asks for most, not all.
 func TestShardLocality(t *testing.T) {
 	if raceEnabled {
-		t.Skip("under the race detector sync.Pool drops a quarter of what is put in it, at random")
+		t.Skip("under the race detector goroutines move between processors far more often (676 of 1000 timers on one shard, seen)")
 	}
 	old := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(old)

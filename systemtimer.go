@@ -13,6 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel/internal/executor"
+	"github.com/go-timingwheel/timingwheel/internal/proc"
 )
 
 var (
@@ -56,11 +57,9 @@ type SystemTimer struct {
 	neverTick int64
 
 	shards     []shard
-	shardShift uint // a timer's shard by address is the top bits of its address hash
-	// tokens hands out shards to processors: see localShard and tokens.go.
-	tokens    sync.Pool
-	dealer    *tokenDealer // tokens' New
-	byAddress bool         // withAddressShards
+	shardShift uint        // a timer's shard by address is the top bits of its address hash
+	procs      []procCount // each processor's count of pushes; see localShardPush
+	byAddress  bool        // withAddressShards
 	// placeHook, set by tests before any timer is made, stands for the
 	// processor's shard in localShard, so that a test decides where a
 	// Reset moves a timer.
@@ -135,8 +134,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	}
 	st.free.Store(st.maxPending)
 	st.lowPlaces = int64(nshards) * placeBatch
-	st.dealer = newTokenDealer(st.shards)
-	st.tokens.New = st.dealer.New
+	st.procs = make([]procCount, nshards)
 
 	// A pool of workers per shard (fewer when there are fewer workers),
 	// and a slot per worker, up to 64: callbacks record their lateness in
@@ -303,11 +301,10 @@ func (st *SystemTimer) tickTime(k int64) time.Time {
 // of the processor (the runtime's P) the calling goroutine runs on, so that
 // goroutines on different cores arm, stop and reset their timers on shards
 // of their own, as the Go runtime keeps its timers per P. With
-// withAddressShards, or when no shard is free for this processor, it is
-// the shard of t's address (shardOf). A timer that is not pending may move
-// later, when a Reset re-arms it on another processor (localShard).
-// Placement is locality, never correctness: any goroutine may stop, reset
-// or fire any timer.
+// withAddressShards it is the shard of t's address (shardOf). A timer that
+// is not pending may move later, when a Reset re-arms it on another
+// processor (localShard). Placement is locality, never correctness: any
+// goroutine may stop, reset or fire any timer.
 func (st *SystemTimer) shardFor(t *Timer) *shard {
 	sh, _ := st.shardForPush(t, false)
 	return sh
@@ -322,24 +319,25 @@ func (st *SystemTimer) shardForPush(t *Timer, push bool) (*shard, pushCount) {
 	return st.localShardPush(st.shardOf(t), push)
 }
 
-// localShard returns the shard of the processor the caller runs on, or
-// def with withAddressShards or when the processor holds no shard. Go
-// offers no processor id outside the runtime; sync.Pool keeps what is put
-// in it per P, so a token per P, naming a shard, is taken from the pool and
-// put back (see tokens.go): about 7ns, with no write to memory another
-// processor uses.
+// localShard returns the shard of the processor the caller runs on, or def
+// with withAddressShards.
 func (st *SystemTimer) localShard(def *shard) *shard {
 	sh, _ := st.localShardPush(def, false)
 	return sh
 }
 
 // localShardPush is localShard for a caller that is about to push a timer
-// on the shard it returns (if push): the push is counted toward
-// drainDepth in the processor's token, with no atomic instruction but one
-// in pushBatch (see shardToken.count), and it returns countedByToken.
-// Without a token it returns countOnShard: the pusher counts the push on
-// the shard (shard.countPush). A caller that does not push after all
-// leaves a push counted that never came: the drain only comes sooner.
+// on the shard it returns (if push). The processor's id picks the shard
+// (internal/proc): shards are as many as processors when New ran, up to
+// 64; processors beyond (GOMAXPROCS raised later, or above 64) share
+// shards. The push is counted toward drainDepth in the processor's own
+// count while the goroutine is pinned to it, with no atomic instruction
+// but one in pushBatch, which adds the count to the shard's; it returns
+// countedByProc then. A processor that shares its shard, and every one
+// under the race detector (which does not see that pinning orders the
+// processor's goroutines), returns countOnShard: the pusher counts the
+// push on the shard (shard.countPush). A caller that does not push after
+// all leaves a push counted that never came: the drain only comes sooner.
 func (st *SystemTimer) localShardPush(def *shard, push bool) (*shard, pushCount) {
 	if st.byAddress || len(st.shards) == 1 {
 		return def, countOnShard
@@ -347,31 +345,44 @@ func (st *SystemTimer) localShardPush(def *shard, push bool) (*shard, pushCount)
 	if st.placeHook != nil {
 		return st.placeHook(), countOnShard
 	}
-	tok, _ := st.tokens.Get().(*shardToken)
-	if tok == nil {
-		return def, countOnShard
+	id := proc.Pin()
+	sh, pc := &st.shards[id&(len(st.shards)-1)], countOnShard
+	if push && id < len(st.procs) && !raceEnabled {
+		c := &st.procs[id]
+		if c.pushes++; c.pushes >= pushBatch {
+			sh.pushed.Add(c.pushes)
+			c.pushes = 0
+		}
+		pc = countedByProc
 	}
-	if !tok.use() {
-		return def, countOnShard // its shard was dealt anew: dropped
-	}
-	sh, pc := tok.sh, countOnShard
+	proc.Unpin()
 	touch(sh, "local") // the processor's shard, for the locality test
-	if push {
-		tok.count()
-		pc = countedByToken
-	}
-	st.tokens.Put(tok)
 	return sh, pc
 }
 
+// pushBatch is how many pushes a processor counts before it adds them to
+// its shard's pushed count: so the stack may hold up to pushBatch-1 more
+// than drainDepth for each processor of the shard.
+const pushBatch = 32
+
+// A procCount is a processor's count of the pushes on its shard that it
+// has not added to the shard's yet (see localShardPush): written only by
+// a goroutine pinned to that processor. Counts are 128 bytes apart, since
+// they are written on every arming: never on one cache line, nor on the
+// pair of lines an adjacent-line prefetcher fetches together.
+type procCount struct {
+	pushes uint32
+	_      [124]byte
+}
+
 // A pushCount says who counts a push toward drainDepth: the pusher, on
-// the shard's pushed count, or the processor's token, which counted it
+// the shard's pushed count, or the processor's count, which counted it
 // already (see localShardPush).
 type pushCount uint8
 
 const (
-	countOnShard   pushCount = iota // the pusher counts it on sh.pushed
-	countedByToken                  // counted in the processor's token
+	countOnShard  pushCount = iota // the pusher counts it on sh.pushed
+	countedByProc                  // counted in the processor's count
 )
 
 // countPush counts a push on sh as pc says, and reports whether its
@@ -380,7 +391,7 @@ const (
 // count calls for comes with the next push even when the push counted
 // last never came (see localShardPush).
 func (sh *shard) countPush(pc pushCount) bool {
-	if pc == countedByToken {
+	if pc == countedByProc {
 		return sh.pushed.Load() >= drainDepth
 	}
 	return sh.pushed.Add(1) >= drainDepth
@@ -469,8 +480,7 @@ func (st *SystemTimer) arm(t *Timer, when, now int64, pc pushCount) error {
 // Stop popped again still counts, which only brings the drain sooner; a
 // processor arming on its own shard adds its pushes pushBatch at a time
 // (see localShardPush), so the stack may hold up to pushBatch-1 more for
-// each token of the shard in use (one, but for the moment a token is dealt
-// anew) and for each token lost with its count.
+// each processor of the shard.
 const drainDepth = 1024
 
 // closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop

@@ -47,7 +47,7 @@ type shard struct {
 	incoming atomic.Pointer[Timer]
 	// pushed counts the pushes since the last drain: a hint, for
 	// drainDepth; a processor arming on its own shard adds its pushes
-	// pushBatch at a time, from its token (see localShardPush).
+	// pushBatch at a time (see localShardPush).
 	// unstacked counts the timers that Stop popped off the stack, armed
 	// and stopped before they were placed: Stats adds them to Armed and
 	// Stopped. Both on incoming's cache line, which their writers have
