@@ -1,9 +1,10 @@
 // Command wheelbench measures github.com/go-timingwheel/timingwheel against
 // time.AfterFunc and go-zero's timing wheel on the workloads of bench/README.md
 // ("Workloads and targets"), all in one run, and prints a table per workload
-// with absolute figures and ratios to this library. It ends with a line per
-// target of that section (targets.go): met (✓) or missed (✗), with the
-// figure or ratio, or not shown (–) by the sizes of this run.
+// with absolute figures and ratios, timingwheel's figure ÷ each peer's. It
+// ends with a line per target of that section (targets.go): met (✓) or
+// missed (✗), with the figure or ratio, or not shown (–) by the sizes of
+// this run.
 //
 //	go -C bench run ./cmd/wheelbench              # quick: about 65 s
 //	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
@@ -234,8 +235,9 @@ func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
 			fmt.Fprintf(w, "    %-15s %s\n", name, line)
 		}
 	}
-	fmt.Fprintf(w, "\n  ratio: a peer's figure ÷ timingwheel's in the same case of this run;\n")
-	fmt.Fprintf(w, "         above 1.00× timingwheel's figure is the lower.\n")
+	fmt.Fprintf(w, "\n  ratio: timingwheel's figure ÷ the other's, everywhere: a peer's in the same case of\n")
+	fmt.Fprintf(w, "         this run (tables), a target's baseline or bound (targets); below 1.00×\n")
+	fmt.Fprintf(w, "         timingwheel's figure is the lower.\n")
 	fmt.Fprintf(w, "  CPU:   the whole process's user+system time (getrusage): background goroutines\n")
 	fmt.Fprintf(w, "         and the garbage collector count.\n\n")
 }
