@@ -516,6 +516,17 @@ func missedSmaller(t Target, cases []CaseResult) string {
 	return out
 }
 
+// missed returns how many of vs are missed targets.
+func missed(vs []Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Mark == markMissed {
+			n++
+		}
+	}
+	return n
+}
+
 // writeVerdicts writes the summary that ends a run: a line per verdict,
 // and a count of each kind.
 func writeVerdicts(w io.Writer, vs []Verdict) {

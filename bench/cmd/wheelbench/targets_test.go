@@ -255,3 +255,25 @@ func TestVerdictFigures(t *testing.T) {
 		})
 	}
 }
+
+// TestMissed: -check counts the missed targets, not those not shown.
+func TestMissed(t *testing.T) {
+	for _, c := range []struct {
+		marks []string
+		want  int
+	}{
+		{nil, 0},
+		{[]string{markMet, markNotShown}, 0},
+		{[]string{markMet, markMissed, markNotShown, markMissed}, 2},
+	} {
+		t.Run(strings.Join(c.marks, ","), func(t *testing.T) {
+			var vs []Verdict
+			for _, m := range c.marks {
+				vs = append(vs, Verdict{Mark: m})
+			}
+			if got := missed(vs); got != c.want {
+				t.Errorf("missed = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
