@@ -2,7 +2,7 @@
 // Purgatories: what the timers are doing, at a glance, in a browser,
 // as net/http/pprof serves /debug/pprof/.
 //
-//	debugpage.Register("timers", st)          // on http.DefaultServeMux
+//	debugpage.Register("timers", st)          // mounts Default on http.DefaultServeMux
 //	debugpage.RegisterPurgatory("fetches", p) // at /debug/timingwheel/
 //
 // or, on a mux of one's own:

@@ -200,29 +200,33 @@ func (h *Handler) Close() {
 	}
 }
 
+// Default returns the Handler that Register and RegisterPurgatory add to.
+// It mounts nothing: Register and RegisterPurgatory mount it. A program
+// that serves its debug pages on a mux of its own, not on the
+// http.DefaultServeMux that it may serve to everyone, mounts Default there
+// and never calls Register.
+func Default() *Handler { return defaultHandler() }
+
 var (
-	defaultOnce    sync.Once
-	defaultHandler *Handler
+	defaultHandler = sync.OnceValue(func() *Handler {
+		h, _ := New() // no options: no error
+		return h
+	})
+	mountDefault = sync.OnceFunc(func() { http.Handle("/debug/timingwheel/", Default()) })
 )
 
-// Default returns the Handler that Register and RegisterPurgatory add to,
-// mounted on http.DefaultServeMux at /debug/timingwheel/ when either is
-// first called.
-func Default() *Handler {
-	defaultOnce.Do(func() {
-		defaultHandler, _ = New() // no options: no error
-		http.Handle("/debug/timingwheel/", defaultHandler)
-	})
-	return defaultHandler
+// Register adds st under name to the Default handler, and mounts that on
+// http.DefaultServeMux at /debug/timingwheel/ the first time it or
+// RegisterPurgatory is called, as net/http/pprof serves /debug/pprof/.
+// Call it at start-up, once per name.
+func Register(name string, st *timingwheel.SystemTimer) {
+	mountDefault()
+	Default().AddTimer(name, st)
 }
 
-// Register adds st under name to the Default handler, which serves the
-// page at /debug/timingwheel/ on http.DefaultServeMux, as net/http/pprof
-// serves /debug/pprof/. Call it at start-up, once per name.
-func Register(name string, st *timingwheel.SystemTimer) { Default().AddTimer(name, st) }
-
-// RegisterPurgatory adds p under name to the Default handler; see
-// Register.
+// RegisterPurgatory adds p under name to the Default handler, and mounts
+// that as Register does.
 func RegisterPurgatory[K comparable](name string, p *purgatory.Purgatory[K]) {
+	mountDefault()
 	AddPurgatory(Default(), name, p)
 }

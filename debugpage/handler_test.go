@@ -346,7 +346,15 @@ func TestEmpty(t *testing.T) {
 	})
 }
 
-// TestRegister mounts the Default handler on http.DefaultServeMux.
+// mounted returns the pattern that http.DefaultServeMux serves the page
+// at, "" if none.
+func mounted() string {
+	_, pattern := http.DefaultServeMux.Handler(httptest.NewRequest(http.MethodGet, "/debug/timingwheel/", nil))
+	return pattern
+}
+
+// TestRegister: Default mounts nothing; Register mounts the Default
+// handler on http.DefaultServeMux.
 func TestRegister(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, err := timingwheel.New()
@@ -355,7 +363,15 @@ func TestRegister(t *testing.T) {
 		p, err := purgatory.New[int](purgatory.WithTimer(st))
 		require.NoError(t, err)
 		defer p.Close()
+		if mounted() == "" { // the first run in this process (-count)
+			Default().AddTimer("own mux", st)
+			assert.Empty(t, mounted(), "Default mounted itself")
+			Default().mu.Lock()
+			Default().timers = nil
+			Default().mu.Unlock()
+		}
 		Register("registered", st)
+		assert.Equal(t, "/debug/timingwheel/", mounted())
 		RegisterPurgatory("registered-p", p)
 		d := decode(t, get(http.DefaultServeMux, "/debug/timingwheel/json"))
 		require.Len(t, d.Timers, 1)
