@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/purgatory"
 	"github.com/stretchr/testify/assert"
@@ -101,6 +102,7 @@ func (f *fixture) close() {
 
 // pageJSON is what the tests read of the JSON.
 type pageJSON struct {
+	Time     time.Time
 	Interval float64
 	Timers   []struct {
 		Name  string
@@ -112,6 +114,7 @@ type pageJSON struct {
 		Due       []float64
 		Shards    []int
 		History   []struct {
+			T         time.Time
 			Callbacks uint64
 			P50, Max  float64
 			Pending   int
@@ -324,6 +327,8 @@ func TestErrors(t *testing.T) {
 	assert.EqualError(t, err, "debugpage: WithInterval(0s): the interval must be positive")
 	_, err = New(nil)
 	assert.EqualError(t, err, "debugpage: nil Option")
+	_, err = New(WithClock(nil))
+	assert.EqualError(t, err, "debugpage: WithClock(nil)")
 	st, err := timingwheel.New()
 	require.NoError(t, err)
 	defer st.Stop()
@@ -383,5 +388,48 @@ func TestRegister(t *testing.T) {
 		h.mu.Lock() // so that -count=2 can add them again
 		h.timers, h.purgs = nil, nil
 		h.mu.Unlock()
+	})
+}
+
+// TestWithClock takes samples on a mock clock: each at the time the test
+// moves the clock to, none between.
+func TestWithClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		defer f.close()
+		mock := clock.NewMock()
+		start := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+		mock.Set(start)
+		h, err := New(WithClock(mock))
+		require.NoError(t, err)
+		defer h.Close()
+		h.AddTimer("timers", f.st)
+
+		get(h, "/x/json") // starts the sampler, which primes at once
+		synctest.Wait()
+		time.Sleep(time.Hour) // the real clock, here the bubble's, moves the sampler not
+		synctest.Wait()
+		assert.Empty(t, decode(t, get(h, "/x/json")).Timers[0].History)
+		for i := range 120 {
+			mock.Add(time.Second)
+			synctest.Wait()
+			if i%30 == 0 { // a refresh, so that the sampler does not find it idle
+				get(h, "/x/json")
+			}
+		}
+		d := decode(t, get(h, "/x/json"))
+		hist := d.Timers[0].History
+		require.Len(t, hist, 120)
+		assert.True(t, hist[0].T.Equal(start.Add(time.Second)), "%v", hist[0].T)
+		assert.True(t, hist[119].T.Equal(start.Add(120*time.Second)), "%v", hist[119].T)
+		assert.True(t, d.Time.Equal(start.Add(120*time.Second)), "%v", d.Time)
+
+		// Idle by the mock clock: a minute without a request stops it. The
+		// last request was at 2m, after the sample then.
+		for range 61 {
+			mock.Add(time.Second)
+			synctest.Wait()
+		}
+		assert.False(t, h.sampling())
 	})
 }

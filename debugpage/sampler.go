@@ -104,7 +104,7 @@ type purgatorySource struct {
 // then drops the histories and closes done.
 func (h *Handler) sample(done, stop chan struct{}) {
 	defer close(done)
-	tk := time.NewTicker(h.interval)
+	tk := h.clock.Ticker(h.interval)
 	defer tk.Stop()
 	gc := newGCCounter()
 	for h.takeSample(gc) {
@@ -135,7 +135,7 @@ func (h *Handler) stopped() {
 // sampling, if nobody has looked for idle.
 func (h *Handler) takeSample(gc *gcCounter) bool {
 	h.mu.Lock()
-	if time.Since(h.seen) > h.idle {
+	if h.clock.Since(h.seen) > h.idle {
 		h.stopped()
 		h.mu.Unlock()
 		return false
@@ -146,7 +146,7 @@ func (h *Handler) takeSample(gc *gcCounter) bool {
 	// The figures are read without h.mu, so that a slow Stats holds up
 	// no request.
 	cycles := gc.read()
-	now := time.Now()
+	now := h.clock.Now()
 	tps := make([]timerPoint, len(timers))
 	for i, src := range timers {
 		s := src.st.Stats()
@@ -260,7 +260,7 @@ type purgatoryData struct {
 // source if name is empty.
 func (h *Handler) data(name string) pageData {
 	d := pageData{
-		Time: time.Now(), Interval: seconds(h.interval),
+		Time: h.clock.Now(), Interval: seconds(h.interval),
 		Timers: []timerData{}, Purgatories: []purgatoryData{},
 		refresh: int(max(2*time.Second, 5*h.interval).Round(time.Second) / time.Second),
 	}
