@@ -43,6 +43,45 @@
 // included), and per sampling interval the operations completed in time
 // and those expired.
 //
+// # JSON
+//
+// The JSON is one object of the types below, each an object of the
+// fields in braces. Names are lowerCamelCase. Every duration is a number
+// of seconds (a float64) in a field whose name ends in Seconds; time is
+// an RFC 3339 string; due is numbers (estimates); every other field
+// without a type is an integer, but name and key, strings. Every field is
+// always present, and a list is empty, never null.
+//
+//	page           {time, intervalSeconds, windowSeconds, timers: [timer], purgatories: [purgatory]}
+//	timer          {name, stats: timerStats, dueBoundsSeconds: [number], due: [number],
+//	                shards: [integer], history: [timerPoint]}
+//	timerStats     {pending, armed, fired, stopped, postponed, moved, migrated, rejected, cascaded,
+//	                panics, lateness: histogram, backlog, workers, helpers, lagSeconds, levels, tickSeconds}
+//	histogram      {count, p50Seconds, p99Seconds, p999Seconds, maxSeconds, buckets: [bucket]}
+//	bucket         {leSeconds, count}
+//	timerPoint     {time, callbacks, p50Seconds, p99Seconds, p999Seconds, maxSeconds,
+//	                backlog, helpers, workers, lagSeconds, pending, gcCycles}
+//	purgatory      {name, stats: purgatoryStats, topKeys: [keyCount], history: [purgatoryPoint]}
+//	purgatoryStats {delayed, watched, completed, expired, purged, lateness: histogram}
+//	keyCount       {key, watched}
+//	purgatoryPoint {time, completed, expired, delayed, watched}
+//
+// page's time is when the request read the figures; windowSeconds is the
+// span of a full history (300 intervals). A timerStats is the
+// SystemTimer's [timingwheel.Stats] at the request, a purgatoryStats the
+// Purgatory's [purgatory.Stats], field by field. A histogram has its
+// count, quantiles (upper bounds of buckets, 0 when empty) and the
+// buckets that counted anything, each with its upper bound (the last
+// bucket's is the largest Duration). due[i] estimates the timers due
+// within dueBoundsSeconds[i] and after the bound before it (the last: after
+// the last bound); shards is the pending count of each shard; topKeys are
+// the 20 keys with the most watch-list entries. A history holds a point
+// per interval, oldest first: in a timerPoint, the callbacks started in
+// the interval that ends at time and the quantiles of their lateness (0
+// when none), the gauges at its end, and the GC cycles that ended in it;
+// in a purgatoryPoint, the operations completed in it (those expired
+// included), those expired, and the gauges at its end.
+//
 // # Sampling, and what it costs
 //
 // The histories come from a sampler goroutine of the Handler's own,

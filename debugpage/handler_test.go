@@ -1,7 +1,6 @@
 package debugpage
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -100,45 +99,12 @@ func (f *fixture) close() {
 	f.st.Stop()
 }
 
-// pageJSON is what the tests read of the JSON.
-type pageJSON struct {
-	Time     time.Time
-	Interval float64
-	Timers   []struct {
-		Name  string
-		Stats struct {
-			Pending int
-			Fired   uint64
-		}
-		DueBounds []float64 `json:"due_bounds"`
-		Due       []float64
-		Shards    []int
-		History   []struct {
-			T         time.Time
-			Callbacks uint64
-			P50, Max  float64
-			Pending   int
-			GCCycles  uint64 `json:"gc_cycles"`
-		}
-	}
-	Purgatories []struct {
-		Name  string
-		Stats struct{ Delayed, Watched int }
-		Keys  []struct {
-			Key     string
-			Watched int
-		} `json:"top_keys"`
-		History []struct{ Completed, Expired uint64 }
-	}
-}
-
-func decode(t *testing.T, w *httptest.ResponseRecorder) pageJSON {
+// decode checks that w is a 200 of JSON of the schema, and decodes it.
+func decode(t *testing.T, w *httptest.ResponseRecorder) jsonPage {
 	t.Helper()
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
-	var d pageJSON
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &d))
-	return d
+	return checkSchema(t, w.Body.Bytes())
 }
 
 // TestPage serves the page and its JSON for a SystemTimer and a
@@ -190,9 +156,9 @@ func TestPage(t *testing.T) {
 		require.Len(t, d.Purgatories, 1)
 		pg := d.Purgatories[0]
 		assert.Equal(t, 6, pg.Stats.Delayed)
-		require.Len(t, pg.Keys, 3)
-		assert.Equal(t, "a", pg.Keys[0].Key)
-		assert.Equal(t, []int{3, 2, 1}, []int{pg.Keys[0].Watched, pg.Keys[1].Watched, pg.Keys[2].Watched})
+		require.Len(t, pg.TopKeys, 3)
+		assert.Equal(t, "a", pg.TopKeys[0].Key)
+		assert.Equal(t, []int{3, 2, 1}, []int{pg.TopKeys[0].Watched, pg.TopKeys[1].Watched, pg.TopKeys[2].Watched})
 
 		// Four intervals: the 2.5s timers fire in the third, with a GC
 		// cycle and three completions in the fourth.
@@ -217,8 +183,8 @@ func TestPage(t *testing.T) {
 			fired += p.Callbacks
 			gc += p.GCCycles
 			if p.Callbacks > 0 {
-				assert.Positive(t, p.P50)
-				assert.GreaterOrEqual(t, p.Max, p.P50)
+				assert.Positive(t, p.P50Seconds)
+				assert.GreaterOrEqual(t, p.MaxSeconds, p.P50Seconds)
 			}
 		}
 		assert.Equal(t, uint64(30), fired, "%+v", h)
@@ -420,8 +386,8 @@ func TestWithClock(t *testing.T) {
 		d := decode(t, get(h, "/x/json"))
 		hist := d.Timers[0].History
 		require.Len(t, hist, 120)
-		assert.True(t, hist[0].T.Equal(start.Add(time.Second)), "%v", hist[0].T)
-		assert.True(t, hist[119].T.Equal(start.Add(120*time.Second)), "%v", hist[119].T)
+		assert.True(t, hist[0].Time.Equal(start.Add(time.Second)), "%v", hist[0].Time)
+		assert.True(t, hist[119].Time.Equal(start.Add(120*time.Second)), "%v", hist[119].Time)
 		assert.True(t, d.Time.Equal(start.Add(120*time.Second)), "%v", d.Time)
 
 		// Idle by the mock clock: a minute without a request stops it. The

@@ -17,22 +17,26 @@ import (
 // means the client went away: there is nobody to tell.
 
 func writeJSON(w http.ResponseWriter, d pageData) {
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		http.Error(w, "debugpage: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
+	respond(w, "application/json", func(b *bytes.Buffer) error {
+		enc := json.NewEncoder(b)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	})
 }
 
 func writeHTML(w http.ResponseWriter, d pageData) {
+	respond(w, "text/html; charset=utf-8", func(b *bytes.Buffer) error { return page.Execute(b, d) })
+}
+
+// respond writes what render writes, as contentType, or a 500 that says
+// what failed if it fails.
+func respond(w http.ResponseWriter, contentType string, render func(*bytes.Buffer) error) {
 	var b bytes.Buffer
-	if err := page.Execute(&b, d); err != nil {
+	if err := render(&b); err != nil {
 		http.Error(w, "debugpage: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Type", contentType)
 	_, _ = b.WriteTo(w)
 }
 
@@ -58,7 +62,14 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"outcomeChart":  outcomeChart,
 	"window":        func(d pageData) time.Duration { return time.Duration(d.Interval) * samples },
 	"dur":           func(s seconds) time.Duration { return time.Duration(s) },
-	"stamp":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"lateness": func(h histogram) string {
+		if h.Count == 0 {
+			return "empty"
+		}
+		return fmt.Sprintf("n=%d p50=%v p99=%v p99.9=%v max=%v", h.Count,
+			time.Duration(h.P50), time.Duration(h.P99), time.Duration(h.P999), time.Duration(h.Max))
+	},
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -96,8 +107,8 @@ the page refreshes every {{.Refresh}}s. <a href="json">JSON</a> of the same data
 <table>
 <tr><th>pending</th><td data-stat="pending">{{.Stats.Pending}}</td><th>armed</th><td>{{.Stats.Armed}}</td><th>fired</th><td>{{.Stats.Fired}}</td><th>stopped</th><td>{{.Stats.Stopped}}</td></tr>
 <tr><th>backlog</th><td data-stat="backlog">{{.Stats.Backlog}}</td><th>workers</th><td>{{.Stats.Workers}}</td><th>helpers</th><td>{{.Stats.Helpers}}</td><th>panics</th><td>{{.Stats.Panics}}</td></tr>
-<tr><th>lag</th><td>{{.Stats.Lag}}</td><th>tick</th><td>{{.Stats.Tick}}</td><th>levels</th><td>{{.Stats.Levels}}</td><th>rejected</th><td>{{.Stats.Rejected}}</td></tr>
-<tr><th>lateness since start</th><td colspan="7" style="text-align:left">{{.Stats.Lateness.String}}</td></tr>
+<tr><th>lag</th><td>{{dur .Stats.Lag}}</td><th>tick</th><td>{{dur .Stats.Tick}}</td><th>levels</th><td>{{.Stats.Levels}}</td><th>rejected</th><td>{{.Stats.Rejected}}</td></tr>
+<tr><th>lateness since start</th><td colspan="7" style="text-align:left">{{lateness .Stats.Lateness}}</td></tr>
 </table>
 <div class="charts">
 {{dueChart .}}
@@ -113,7 +124,7 @@ the page refreshes every {{.Refresh}}s. <a href="json">JSON</a> of the same data
 <h2>Purgatory {{.Name}}</h2>
 <table>
 <tr><th>delayed</th><td data-stat="delayed">{{.Stats.Delayed}}</td><th>watched</th><td data-stat="watched">{{.Stats.Watched}}</td><th>completed</th><td>{{.Stats.Completed}}</td><th>expired</th><td>{{.Stats.Expired}}</td><th>purged</th><td>{{.Stats.Purged}}</td></tr>
-<tr><th>expiry lateness</th><td colspan="9" style="text-align:left">{{.Stats.Lateness.String}}</td></tr>
+<tr><th>expiry lateness</th><td colspan="9" style="text-align:left">{{lateness .Stats.Lateness}}</td></tr>
 </table>
 <div class="charts">
 {{keysChart .}}
@@ -442,7 +453,7 @@ func lagChart(d pageData, t timerData) template.HTML {
 		func(p timerPoint) []float64 { return []float64{time.Duration(p.Lag).Seconds()} })
 	var b strings.Builder
 	lineChart(&b, axisOf(d), ts, gc, ss, false, durLabel)
-	return figure("lag", "Driver lag", fmt.Sprintf("(tick %v)", t.Stats.Tick), b.String())
+	return figure("lag", "Driver lag", fmt.Sprintf("(tick %v)", time.Duration(t.Stats.Tick)), b.String())
 }
 
 func outcomeChart(d pageData, p purgatoryData) template.HTML {

@@ -250,8 +250,8 @@ func TestPageInChromium(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var d struct {
 			Timers []struct {
-				DueBounds []float64 `json:"due_bounds"`
-				History   []json.RawMessage
+				DueBoundsSeconds []float64
+				History          []json.RawMessage
 			}
 		}
 		resp, err := http.Get(srv.URL + "/debug/timingwheel/json?name=timers")
@@ -264,7 +264,7 @@ func TestPageInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(d.Timers[0].History) >= 50 {
-			for _, b := range d.Timers[0].DueBounds {
+			for _, b := range d.Timers[0].DueBoundsSeconds {
 				bounds = append(bounds, time.Duration(b*1e9).Round(time.Millisecond))
 			}
 			break
