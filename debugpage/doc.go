@@ -14,10 +14,25 @@
 //
 // The page is HTML with inline SVG charts, drawn on the server: it needs no
 // JavaScript and fetches nothing from elsewhere. It refreshes itself every
-// few seconds (a meta refresh). "json" beside it serves the same data as
-// JSON; a query name=N narrows either to the SystemTimer or Purgatory
-// added as N. For each SystemTimer it shows its Stats and these charts:
+// few seconds (a meta refresh). Its figures are written for people
+// (1,072,962 timers, 14.7ms); "json" beside it serves the same data, exact,
+// as JSON (below); a query name=N narrows either to the SystemTimer or
+// Purgatory added as N. The time axis of the charts spans the samples
+// taken so far, up to the history's five minutes. For each SystemTimer the
+// page shows its Stats and these charts:
 //
+//   - Callback lateness per sampling interval: the 50th, 99th and 99.9th
+//     percentiles and the largest, from the difference of Stats.Lateness
+//     between two samples (each the upper bound of a histogram bucket:
+//     at most 12.5% above the true value); the largest is dashed, under
+//     the 99.9th, which often equals it. Marks along its top (and the
+//     next two charts') are the samples during which a GC cycle ended
+//     (runtime/metrics, the whole process).
+//   - Callbacks started per second, over each interval.
+//   - Executor backlog and helpers, and the driver's lag, as Stats has
+//     them at each sample.
+//   - Pending timers at each sample, on an axis fitted to the values, so
+//     that a leak shows as a climb.
 //   - Pending timers by time to due, in intervals from 1ms to 10 days (a
 //     log axis): from [timingwheel.SystemTimer.DueProfile], which reads
 //     a counter per wheel bucket and never walks the timers. It is an
@@ -28,14 +43,6 @@
 //     left until those expire, so that with many stops the buckets with
 //     more stops per arming show too much, the others too little. The
 //     total is exact.
-//   - Callback lateness per sampling interval: the 50th, 99th and 99.9th
-//     percentiles and the largest, from the difference of Stats.Lateness
-//     between two samples (each the upper bound of a histogram bucket:
-//     at most 12.5% above the true value), with dashed marks at the
-//     samples during which a GC cycle ended (runtime/metrics, the whole
-//     process).
-//   - Executor backlog and helpers, and the driver's lag, as Stats has
-//     them at each sample.
 //   - Pending timers per shard: exact, as of each shard's lock.
 //
 // For each Purgatory it shows its Stats, the 20 keys with the most

@@ -119,7 +119,7 @@ func TestPage(t *testing.T) {
 		assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 		body := w.Body.String()
 		assert.Contains(t, body, `<meta http-equiv="refresh" content="5">`)
-		for _, c := range []string{"due", "lateness", "executor", "lag", "shards", "keys", "outcomes"} {
+		for _, c := range []string{"due", "lateness", "callbacks", "pending", "executor", "lag", "shards", "keys", "outcomes"} {
 			assert.Equal(t, 1, strings.Count(body, fmt.Sprintf(`<figure data-chart="%s">`, c)), c)
 		}
 		assert.Contains(t, body, "SystemTimer timers")
@@ -389,6 +389,7 @@ func TestWithClock(t *testing.T) {
 		assert.True(t, hist[0].Time.Equal(start.Add(time.Second)), "%v", hist[0].Time)
 		assert.True(t, hist[119].Time.Equal(start.Add(120*time.Second)), "%v", hist[119].Time)
 		assert.True(t, d.Time.Equal(start.Add(120*time.Second)), "%v", d.Time)
+		assert.Contains(t, get(h, "/x/").Body.String(), "the charts show the last 1m59s\n")
 
 		// Idle by the mock clock: a minute without a request stops it. The
 		// last request was at 2m, after the sample then.

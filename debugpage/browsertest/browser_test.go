@@ -183,7 +183,7 @@ document.getElementById("f").addEventListener("load", function () {
     out[fig.closest("section").id + "/" + fig.dataset.chart] = c;
   });
   doc.querySelectorAll("[data-stat]").forEach(function (s) {
-    out[s.closest("section").id + "/stat/" + s.dataset.stat] = parseFloat(s.textContent);
+    out[s.closest("section").id + "/stat/" + s.dataset.stat] = parseFloat(s.textContent.replace(/,/g, ""));
   });
   document.getElementById("result").textContent = JSON.stringify(out);
 });
