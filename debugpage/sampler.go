@@ -1,9 +1,9 @@
 package debugpage
 
 import (
-	"encoding/json"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-timingwheel/timingwheel"
@@ -39,7 +39,9 @@ func (r *ring[T]) all() []T {
 // Prometheus does.
 type seconds time.Duration
 
-func (s seconds) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(s).Seconds()) }
+func (s seconds) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(s).Seconds(), 'g', -1, 64), nil
+}
 
 // A timerPoint is what the sampler keeps of a SystemTimer per interval.
 type timerPoint struct {
