@@ -55,9 +55,9 @@
 // The JSON is one object of the types below, each an object of the
 // fields in braces. Names are lowerCamelCase. Every duration is a number
 // of seconds (a float64) in a field whose name ends in Seconds; time is
-// an RFC 3339 string; due is numbers (estimates); every other field
-// without a type is an integer, but name and key, strings. Every field is
-// always present, and a list is empty, never null.
+// an RFC 3339 string, name and key are strings, due holds numbers
+// (estimates), and every other field without a type is an integer. Every
+// field is always present, and a list is empty, never null.
 //
 //	page           {time, intervalSeconds, windowSeconds, timers: [timer], purgatories: [purgatory]}
 //	timer          {name, stats: timerStats, dueBoundsSeconds: [number], due: [number],
