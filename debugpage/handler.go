@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/purgatory"
 )
@@ -37,6 +38,7 @@ type Option interface {
 
 type config struct {
 	interval time.Duration
+	clock    clock.Clock
 }
 
 type optionFunc func(*config)
@@ -52,11 +54,21 @@ func WithInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.interval = d })
 }
 
+// WithClock sets the clock the sampler ticks on and stamps its samples
+// with, for tests, as [timingwheel.WithClock] does: clock.NewMock() makes
+// a test take samples when it says so, minutes of them in a moment. The
+// figures sampled are the sources' own. Default clock.New(), the real
+// clock. A nil clock makes New return an error.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(cf *config) { cf.clock = c })
+}
+
 // A Handler serves the page of the SystemTimers and Purgatories added to
 // it; see the package doc. It is safe for concurrent use.
 type Handler struct {
 	interval time.Duration // immutable
 	idle     time.Duration // immutable: how long the sampler runs on after the last request
+	clock    clock.Clock   // immutable
 
 	// mu guards everything below, and the histories of the sources.
 	mu      sync.Mutex
@@ -71,17 +83,20 @@ type Handler struct {
 // New returns a Handler with nothing added, or an error naming the first
 // invalid option. It starts no goroutine.
 func New(opts ...Option) (*Handler, error) {
-	c := config{interval: defaultInterval}
+	c := config{interval: defaultInterval, clock: clock.New()}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errors.New("debugpage: nil Option")
 		}
 		o.apply(&c)
 	}
-	if c.interval <= 0 {
+	switch {
+	case c.interval <= 0:
 		return nil, fmt.Errorf("debugpage: WithInterval(%v): the interval must be positive", c.interval)
+	case c.clock == nil:
+		return nil, errors.New("debugpage: WithClock(nil)")
 	}
-	return &Handler{interval: c.interval, idle: max(minIdle, idleSamples*c.interval)}, nil
+	return &Handler{interval: c.interval, idle: max(minIdle, idleSamples*c.interval), clock: c.clock}, nil
 }
 
 // AddTimer adds st to h under name, as expvarstats publishes it. It panics
@@ -175,7 +190,7 @@ func (h *Handler) hasLocked(name string) bool {
 func (h *Handler) looked() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seen = time.Now()
+	h.seen = h.clock.Now()
 	if h.running {
 		return
 	}
@@ -200,29 +215,33 @@ func (h *Handler) Close() {
 	}
 }
 
+// Default returns the Handler that Register and RegisterPurgatory add to.
+// It mounts nothing: Register and RegisterPurgatory mount it. A program
+// that serves its debug pages on a mux of its own, not on the
+// http.DefaultServeMux that it may serve to everyone, mounts Default there
+// and never calls Register.
+func Default() *Handler { return defaultHandler() }
+
 var (
-	defaultOnce    sync.Once
-	defaultHandler *Handler
+	defaultHandler = sync.OnceValue(func() *Handler {
+		h, _ := New() // no options: no error
+		return h
+	})
+	mountDefault = sync.OnceFunc(func() { http.Handle("/debug/timingwheel/", Default()) })
 )
 
-// Default returns the Handler that Register and RegisterPurgatory add to,
-// mounted on http.DefaultServeMux at /debug/timingwheel/ when either is
-// first called.
-func Default() *Handler {
-	defaultOnce.Do(func() {
-		defaultHandler, _ = New() // no options: no error
-		http.Handle("/debug/timingwheel/", defaultHandler)
-	})
-	return defaultHandler
+// Register adds st under name to the Default handler, and mounts that on
+// http.DefaultServeMux at /debug/timingwheel/ the first time it or
+// RegisterPurgatory is called, as net/http/pprof serves /debug/pprof/.
+// Call it at start-up, once per name.
+func Register(name string, st *timingwheel.SystemTimer) {
+	mountDefault()
+	Default().AddTimer(name, st)
 }
 
-// Register adds st under name to the Default handler, which serves the
-// page at /debug/timingwheel/ on http.DefaultServeMux, as net/http/pprof
-// serves /debug/pprof/. Call it at start-up, once per name.
-func Register(name string, st *timingwheel.SystemTimer) { Default().AddTimer(name, st) }
-
-// RegisterPurgatory adds p under name to the Default handler; see
-// Register.
+// RegisterPurgatory adds p under name to the Default handler, and mounts
+// that as Register does.
 func RegisterPurgatory[K comparable](name string, p *purgatory.Purgatory[K]) {
+	mountDefault()
 	AddPurgatory(Default(), name, p)
 }

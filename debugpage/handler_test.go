@@ -1,7 +1,6 @@
 package debugpage
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/purgatory"
 	"github.com/stretchr/testify/assert"
@@ -99,43 +99,12 @@ func (f *fixture) close() {
 	f.st.Stop()
 }
 
-// pageJSON is what the tests read of the JSON.
-type pageJSON struct {
-	Interval float64
-	Timers   []struct {
-		Name  string
-		Stats struct {
-			Pending int
-			Fired   uint64
-		}
-		DueBounds []float64 `json:"due_bounds"`
-		Due       []float64
-		Shards    []int
-		History   []struct {
-			Callbacks uint64
-			P50, Max  float64
-			Pending   int
-			GCCycles  uint64 `json:"gc_cycles"`
-		}
-	}
-	Purgatories []struct {
-		Name  string
-		Stats struct{ Delayed, Watched int }
-		Keys  []struct {
-			Key     string
-			Watched int
-		} `json:"top_keys"`
-		History []struct{ Completed, Expired uint64 }
-	}
-}
-
-func decode(t *testing.T, w *httptest.ResponseRecorder) pageJSON {
+// decode checks that w is a 200 of JSON of the schema, and decodes it.
+func decode(t *testing.T, w *httptest.ResponseRecorder) jsonPage {
 	t.Helper()
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
-	var d pageJSON
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &d))
-	return d
+	return checkSchema(t, w.Body.Bytes())
 }
 
 // TestPage serves the page and its JSON for a SystemTimer and a
@@ -150,7 +119,7 @@ func TestPage(t *testing.T) {
 		assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 		body := w.Body.String()
 		assert.Contains(t, body, `<meta http-equiv="refresh" content="5">`)
-		for _, c := range []string{"due", "lateness", "executor", "lag", "shards", "keys", "outcomes"} {
+		for _, c := range []string{"due", "lateness", "callbacks", "pending", "executor", "lag", "shards", "keys", "outcomes"} {
 			assert.Equal(t, 1, strings.Count(body, fmt.Sprintf(`<figure data-chart="%s">`, c)), c)
 		}
 		assert.Contains(t, body, "SystemTimer timers")
@@ -187,9 +156,9 @@ func TestPage(t *testing.T) {
 		require.Len(t, d.Purgatories, 1)
 		pg := d.Purgatories[0]
 		assert.Equal(t, 6, pg.Stats.Delayed)
-		require.Len(t, pg.Keys, 3)
-		assert.Equal(t, "a", pg.Keys[0].Key)
-		assert.Equal(t, []int{3, 2, 1}, []int{pg.Keys[0].Watched, pg.Keys[1].Watched, pg.Keys[2].Watched})
+		require.Len(t, pg.TopKeys, 3)
+		assert.Equal(t, "a", pg.TopKeys[0].Key)
+		assert.Equal(t, []int{3, 2, 1}, []int{pg.TopKeys[0].Watched, pg.TopKeys[1].Watched, pg.TopKeys[2].Watched})
 
 		// Four intervals: the 2.5s timers fire in the third, with a GC
 		// cycle and three completions in the fourth.
@@ -214,8 +183,8 @@ func TestPage(t *testing.T) {
 			fired += p.Callbacks
 			gc += p.GCCycles
 			if p.Callbacks > 0 {
-				assert.Positive(t, p.P50)
-				assert.GreaterOrEqual(t, p.Max, p.P50)
+				assert.Positive(t, p.P50Seconds)
+				assert.GreaterOrEqual(t, p.MaxSeconds, p.P50Seconds)
 			}
 		}
 		assert.Equal(t, uint64(30), fired, "%+v", h)
@@ -324,6 +293,8 @@ func TestErrors(t *testing.T) {
 	assert.EqualError(t, err, "debugpage: WithInterval(0s): the interval must be positive")
 	_, err = New(nil)
 	assert.EqualError(t, err, "debugpage: nil Option")
+	_, err = New(WithClock(nil))
+	assert.EqualError(t, err, "debugpage: WithClock(nil)")
 	st, err := timingwheel.New()
 	require.NoError(t, err)
 	defer st.Stop()
@@ -346,7 +317,15 @@ func TestEmpty(t *testing.T) {
 	})
 }
 
-// TestRegister mounts the Default handler on http.DefaultServeMux.
+// mounted returns the pattern that http.DefaultServeMux serves the page
+// at, "" if none.
+func mounted() string {
+	_, pattern := http.DefaultServeMux.Handler(httptest.NewRequest(http.MethodGet, "/debug/timingwheel/", nil))
+	return pattern
+}
+
+// TestRegister: Default mounts nothing; Register mounts the Default
+// handler on http.DefaultServeMux.
 func TestRegister(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, err := timingwheel.New()
@@ -355,7 +334,15 @@ func TestRegister(t *testing.T) {
 		p, err := purgatory.New[int](purgatory.WithTimer(st))
 		require.NoError(t, err)
 		defer p.Close()
+		if mounted() == "" { // the first run in this process (-count)
+			Default().AddTimer("own mux", st)
+			assert.Empty(t, mounted(), "Default mounted itself")
+			Default().mu.Lock()
+			Default().timers = nil
+			Default().mu.Unlock()
+		}
 		Register("registered", st)
+		assert.Equal(t, "/debug/timingwheel/", mounted())
 		RegisterPurgatory("registered-p", p)
 		d := decode(t, get(http.DefaultServeMux, "/debug/timingwheel/json"))
 		require.Len(t, d.Timers, 1)
@@ -367,5 +354,49 @@ func TestRegister(t *testing.T) {
 		h.mu.Lock() // so that -count=2 can add them again
 		h.timers, h.purgs = nil, nil
 		h.mu.Unlock()
+	})
+}
+
+// TestWithClock takes samples on a mock clock: each at the time the test
+// moves the clock to, none between.
+func TestWithClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		defer f.close()
+		mock := clock.NewMock()
+		start := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+		mock.Set(start)
+		h, err := New(WithClock(mock))
+		require.NoError(t, err)
+		defer h.Close()
+		h.AddTimer("timers", f.st)
+
+		get(h, "/x/json") // starts the sampler, which primes at once
+		synctest.Wait()
+		time.Sleep(time.Hour) // the real clock, here the bubble's, moves the sampler not
+		synctest.Wait()
+		assert.Empty(t, decode(t, get(h, "/x/json")).Timers[0].History)
+		for i := range 120 {
+			mock.Add(time.Second)
+			synctest.Wait()
+			if i%30 == 0 { // a refresh, so that the sampler does not find it idle
+				get(h, "/x/json")
+			}
+		}
+		d := decode(t, get(h, "/x/json"))
+		hist := d.Timers[0].History
+		require.Len(t, hist, 120)
+		assert.True(t, hist[0].Time.Equal(start.Add(time.Second)), "%v", hist[0].Time)
+		assert.True(t, hist[119].Time.Equal(start.Add(120*time.Second)), "%v", hist[119].Time)
+		assert.True(t, d.Time.Equal(start.Add(120*time.Second)), "%v", d.Time)
+		assert.Contains(t, get(h, "/x/").Body.String(), "the charts show the last 1m59s\n")
+
+		// Idle by the mock clock: a minute without a request stops it. The
+		// last request was at 2m, after the sample then.
+		for range 61 {
+			mock.Add(time.Second)
+			synctest.Wait()
+		}
+		assert.False(t, h.sampling())
 	})
 }

@@ -25,12 +25,18 @@ func (r *ring[T]) add(v T) {
 	r.next = (r.next + 1) % samples
 }
 
-// all returns the samples, oldest first, in a new slice.
+// all returns the samples, oldest first, in a new slice: empty, not nil,
+// when there are none.
 func (r *ring[T]) all() []T {
-	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
+	return append(append(make([]T, 0, len(r.buf)), r.buf[r.next:]...), r.buf[:r.next]...)
 }
 
-// seconds is a duration that JSON shows in seconds, as Prometheus does.
+// The types below are the JSON's, whose schema the package doc lists:
+// lowerCamelCase names, durations as seconds in names that end in
+// Seconds, every field always present, lists never null.
+
+// seconds is a duration that JSON shows as a number of seconds, as
+// Prometheus does.
 type seconds time.Duration
 
 func (s seconds) MarshalJSON() ([]byte, error) {
@@ -39,33 +45,114 @@ func (s seconds) MarshalJSON() ([]byte, error) {
 
 // A timerPoint is what the sampler keeps of a SystemTimer per interval.
 type timerPoint struct {
-	T time.Time `json:"t"`
+	T time.Time `json:"time"`
 	// N callbacks started in the interval, with these quantiles of their
 	// lateness, each the upper bound of a Histogram bucket (at most 12.5%
 	// above the true value); all 0 when N is.
 	N    uint64  `json:"callbacks"`
-	P50  seconds `json:"p50"`
-	P99  seconds `json:"p99"`
-	P999 seconds `json:"p999"`
-	Max  seconds `json:"max"`
+	P50  seconds `json:"p50Seconds"`
+	P99  seconds `json:"p99Seconds"`
+	P999 seconds `json:"p999Seconds"`
+	Max  seconds `json:"maxSeconds"`
 	// The gauges at the end of the interval.
 	Backlog int     `json:"backlog"`
 	Helpers int     `json:"helpers"`
 	Workers int     `json:"workers"`
-	Lag     seconds `json:"lag"`
+	Lag     seconds `json:"lagSeconds"`
 	Pending int     `json:"pending"`
 	// GC is the number of GC cycles that ended in the interval, in the
 	// whole process.
-	GC uint64 `json:"gc_cycles"`
+	GC uint64 `json:"gcCycles"`
 }
 
 // A purgatoryPoint is what the sampler keeps of a Purgatory per interval.
 type purgatoryPoint struct {
-	T         time.Time `json:"t"`
+	T         time.Time `json:"time"`
 	Completed uint64    `json:"completed"` // in the interval, the expired ones included
 	Expired   uint64    `json:"expired"`   // in the interval
 	Delayed   int       `json:"delayed"`
 	Watched   int       `json:"watched"`
+}
+
+// A histogram is a timingwheel.Histogram as the JSON shows it: its count,
+// quantiles, and the buckets that counted anything.
+type histogram struct {
+	Count   uint64   `json:"count"`
+	P50     seconds  `json:"p50Seconds"`
+	P99     seconds  `json:"p99Seconds"`
+	P999    seconds  `json:"p999Seconds"`
+	Max     seconds  `json:"maxSeconds"`
+	Buckets []bucket `json:"buckets"`
+}
+
+// A bucket counts the durations above the bound of the bucket before it,
+// up to its own, Le.
+type bucket struct {
+	Le    seconds `json:"leSeconds"`
+	Count uint64  `json:"count"`
+}
+
+func newHistogram(h *timingwheel.Histogram) histogram {
+	out := histogram{
+		Count: h.Count(),
+		P50:   seconds(h.Quantile(0.5)), P99: seconds(h.Quantile(0.99)),
+		P999: seconds(h.Quantile(0.999)), Max: seconds(h.Quantile(1)),
+		Buckets: []bucket{},
+	}
+	for i, c := range h.Counts {
+		if c > 0 {
+			out.Buckets = append(out.Buckets, bucket{seconds(timingwheel.BucketBound(i)), c})
+		}
+	}
+	return out
+}
+
+// timerStats is a timingwheel.Stats as the JSON shows it.
+type timerStats struct {
+	Pending   int       `json:"pending"`
+	Armed     uint64    `json:"armed"`
+	Fired     uint64    `json:"fired"`
+	Stopped   uint64    `json:"stopped"`
+	Postponed uint64    `json:"postponed"`
+	Moved     uint64    `json:"moved"`
+	Migrated  uint64    `json:"migrated"`
+	Rejected  uint64    `json:"rejected"`
+	Cascaded  uint64    `json:"cascaded"`
+	Panics    uint64    `json:"panics"`
+	Lateness  histogram `json:"lateness"`
+	Backlog   int       `json:"backlog"`
+	Workers   int       `json:"workers"`
+	Helpers   int       `json:"helpers"`
+	Lag       seconds   `json:"lagSeconds"`
+	Levels    int       `json:"levels"`
+	Tick      seconds   `json:"tickSeconds"`
+}
+
+func newTimerStats(s timingwheel.Stats) timerStats {
+	return timerStats{
+		Pending: s.Pending, Armed: s.Armed, Fired: s.Fired, Stopped: s.Stopped,
+		Postponed: s.Postponed, Moved: s.Moved, Migrated: s.Migrated, Rejected: s.Rejected,
+		Cascaded: s.Cascaded, Panics: s.Panics, Lateness: newHistogram(&s.Lateness),
+		Backlog: s.Backlog, Workers: s.Workers, Helpers: s.Helpers,
+		Lag: seconds(s.Lag), Levels: s.Levels, Tick: seconds(s.Tick),
+	}
+}
+
+// purgatoryStats is a purgatory.Stats as the JSON shows it.
+type purgatoryStats struct {
+	Delayed   int       `json:"delayed"`
+	Watched   int       `json:"watched"`
+	Completed uint64    `json:"completed"`
+	Expired   uint64    `json:"expired"`
+	Purged    uint64    `json:"purged"`
+	Lateness  histogram `json:"lateness"`
+}
+
+func newPurgatoryStats(s purgatory.Stats) purgatoryStats {
+	return purgatoryStats{
+		Delayed: s.Delayed, Watched: s.Watched, Completed: s.Completed,
+		Expired: s.Expired, Purged: s.Purged, Lateness: newHistogram(&s.Lateness),
+	}
 }
 
 // A timerSource is a SystemTimer added to a Handler.
@@ -104,7 +191,7 @@ type purgatorySource struct {
 // then drops the histories and closes done.
 func (h *Handler) sample(done, stop chan struct{}) {
 	defer close(done)
-	tk := time.NewTicker(h.interval)
+	tk := h.clock.Ticker(h.interval)
 	defer tk.Stop()
 	gc := newGCCounter()
 	for h.takeSample(gc) {
@@ -135,7 +222,7 @@ func (h *Handler) stopped() {
 // sampling, if nobody has looked for idle.
 func (h *Handler) takeSample(gc *gcCounter) bool {
 	h.mu.Lock()
-	if time.Since(h.seen) > h.idle {
+	if h.clock.Since(h.seen) > h.idle {
 		h.stopped()
 		h.mu.Unlock()
 		return false
@@ -146,7 +233,7 @@ func (h *Handler) takeSample(gc *gcCounter) bool {
 	// The figures are read without h.mu, so that a slow Stats holds up
 	// no request.
 	cycles := gc.read()
-	now := time.Now()
+	now := h.clock.Now()
 	tps := make([]timerPoint, len(timers))
 	for i, src := range timers {
 		s := src.st.Stats()
@@ -231,19 +318,20 @@ var dueBounds = []time.Duration{
 // pageData is what the page shows, and the JSON endpoint serves.
 type pageData struct {
 	Time        time.Time       `json:"time"`
-	Interval    seconds         `json:"interval"`
+	Interval    seconds         `json:"intervalSeconds"`
+	Window      seconds         `json:"windowSeconds"` // the history's span when full
 	Timers      []timerData     `json:"timers"`
 	Purgatories []purgatoryData `json:"purgatories"`
 	refresh     int             // seconds between the page's refreshes
 }
 
 type timerData struct {
-	Name  string            `json:"name"`
-	Stats timingwheel.Stats `json:"stats"`
+	Name  string     `json:"name"`
+	Stats timerStats `json:"stats"`
 	// Due[i] estimates the pending timers due within DueBounds[i] and
 	// after DueBounds[i-1] (the last one: after the last bound); see
 	// SystemTimer.DueProfile.
-	DueBounds []seconds    `json:"due_bounds"`
+	DueBounds []seconds    `json:"dueBoundsSeconds"`
 	Due       []float64    `json:"due"`
 	Shards    []int        `json:"shards"`
 	History   []timerPoint `json:"history"`
@@ -251,8 +339,8 @@ type timerData struct {
 
 type purgatoryData struct {
 	Name    string           `json:"name"`
-	Stats   purgatory.Stats  `json:"stats"`
-	TopKeys []keyCount       `json:"top_keys"`
+	Stats   purgatoryStats   `json:"stats"`
+	TopKeys []keyCount       `json:"topKeys"`
 	History []purgatoryPoint `json:"history"`
 }
 
@@ -260,7 +348,7 @@ type purgatoryData struct {
 // source if name is empty.
 func (h *Handler) data(name string) pageData {
 	d := pageData{
-		Time: time.Now(), Interval: seconds(h.interval),
+		Time: h.clock.Now(), Interval: seconds(h.interval), Window: seconds(samples * h.interval),
 		Timers: []timerData{}, Purgatories: []purgatoryData{},
 		refresh: int(max(2*time.Second, 5*h.interval).Round(time.Second) / time.Second),
 	}
@@ -286,13 +374,13 @@ func (h *Handler) data(name string) pageData {
 	}
 	for i, s := range timers {
 		t := &d.Timers[i]
-		t.Stats = s.st.Stats()
+		t.Stats = newTimerStats(s.st.Stats())
 		p := s.st.DueProfile(dueBounds)
 		t.DueBounds, t.Due, t.Shards = bounds, p.Due, p.Shards
 	}
 	for i, s := range purgs {
 		p := &d.Purgatories[i]
-		p.Stats = s.stats()
+		p.Stats = newPurgatoryStats(s.stats())
 		p.TopKeys = s.top(topKeys)
 	}
 	return d

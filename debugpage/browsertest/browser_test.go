@@ -1,12 +1,20 @@
 // Package browsertest loads the debug page in headless Chromium and checks
 // that every chart rendered, with data that agrees with the SystemTimer's
-// and the Purgatory's own figures. It is a module of its own so that the
-// library's tests need no browser; it drives Chromium's command line
-// (--dump-dom, --screenshot) and needs no Go dependency beyond the library.
+// and the Purgatory's own figures, and that the page writes its figures
+// for people. It is a module of its own so that the library's tests need
+// no browser; it drives Chromium's command line (--dump-dom, --screenshot)
+// and needs no Go dependency beyond the library.
+//
+// The page it loads is that of an operator's: a million timers pending and
+// three minutes of samples. The sampler runs on a mock clock
+// (debugpage.WithClock) that the test moves a second per sample, while the
+// load runs on the real one, so each sample's rates are those of the few
+// milliseconds of real time between two moves, not of a second.
 //
 // It skips when no browser is found. DEBUGPAGE_ARTIFACTS names the
 // directory the screenshot goes to; by default testdata/out (ignored by
-// git).
+// git). docs/debugpage.png is that screenshot, reduced to 256 colours:
+// pngquant --force --output ../../docs/debugpage.png 256 testdata/out/debugpage.png.
 package browsertest
 
 import (
@@ -21,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/debugpage"
 	"github.com/go-timingwheel/timingwheel/purgatory"
@@ -69,7 +79,8 @@ func run(t *testing.T, bin, url string, flags ...string) string {
 	return string(out)
 }
 
-// Static timers, on four levels; they do not fire while the test runs.
+// Static timers, a million on three levels; they do not fire while the
+// test runs.
 var static = []struct {
 	d time.Duration
 	n int
@@ -78,15 +89,21 @@ var static = []struct {
 	// within them.
 	lo, hi time.Duration
 }{
-	{250 * time.Second, 400, 2 * time.Minute, 5 * time.Minute},
-	{20 * time.Minute, 300, 10 * time.Minute, 30 * time.Minute},
-	{3 * time.Hour, 200, 2 * time.Hour, 6 * time.Hour},
-	{3 * 24 * time.Hour, 100, 2 * 24 * time.Hour, 10 * 24 * time.Hour},
+	{250 * time.Second, 400_000, 2 * time.Minute, 5 * time.Minute},
+	{20 * time.Minute, 300_000, 10 * time.Minute, 30 * time.Minute},
+	{3 * time.Hour, 200_000, 2 * time.Hour, 6 * time.Hour},
+	{3 * 24 * time.Hour, 100_000, 2 * 24 * time.Hour, 10 * 24 * time.Hour},
 }
 
 const (
-	maxChurn = 200 // short timers in flight at most
-	interval = 100 * time.Millisecond
+	maxChurn = 200         // short timers in flight at most
+	interval = time.Second // the sampler's, on the mock clock
+	steps    = 180         // samples: three minutes of history
+	// perStep timers, 40 minutes out, are armed before each sample, so
+	// that pending climbs through the history as in a leak; they fall in
+	// the due chart's (30m, 1h] bin, which no static group is in.
+	perStep  = 500
+	sessions = steps * perStep
 )
 
 // A fetch waits until its key's log grows, or its timeout.
@@ -171,19 +188,21 @@ const measure = `<!DOCTYPE html><html><body>
 document.getElementById("f").addEventListener("load", function () {
   var doc = this.contentDocument, out = {};
   doc.querySelectorAll("figure[data-chart]").forEach(function (fig) {
-    var svg = fig.querySelector("svg"), r = svg.getBoundingClientRect(), c = {w: r.width, h: r.height, bars: [], lines: {}};
+    var svg = fig.querySelector("svg"), r = svg.getBoundingClientRect(), c = {w: r.width, h: r.height, bars: [], lines: {}, times: []};
     fig.querySelectorAll("rect.bar").forEach(function (b) {
       var br = b.getBoundingClientRect();
       c.bars.push({v: parseFloat(b.dataset.value), w: br.width, h: br.height});
     });
-    fig.querySelectorAll("path.line").forEach(function (l) {
+    fig.querySelectorAll("path.line").forEach(function (l, i) {
       var lr = l.getBoundingClientRect();
-      c.lines[l.dataset.series] = {points: parseInt(l.dataset.points), last: parseFloat(l.dataset.last), w: lr.width, h: lr.height};
+      c.lines[l.dataset.series] = {points: parseInt(l.dataset.points), last: parseFloat(l.dataset.last), w: lr.width, h: lr.height,
+        x: lr.left - r.left, order: i, stroke: l.getAttribute("stroke"), dash: l.getAttribute("stroke-dasharray") || ""};
     });
+    fig.querySelectorAll("text.time").forEach(function (t) { c.times.push(t.textContent); });
     out[fig.closest("section").id + "/" + fig.dataset.chart] = c;
   });
   doc.querySelectorAll("[data-stat]").forEach(function (s) {
-    out[s.closest("section").id + "/stat/" + s.dataset.stat] = parseFloat(s.textContent);
+    out[s.closest("section").id + "/stat/" + s.dataset.stat] = s.textContent;
   });
   document.getElementById("result").textContent = JSON.stringify(out);
 });
@@ -192,16 +211,63 @@ document.getElementById("f").addEventListener("load", function () {
 type bar struct{ V, W, H float64 }
 
 type line struct {
-	Points int
-	Last   float64
-	W, H   float64
+	Points  int
+	Last    float64
+	W, H, X float64
+	Order   int // in the chart's drawing: a higher one is on top
+	Stroke  string
+	Dash    string
 }
 
 type chart struct {
 	W, H  float64
 	Bars  []bar
 	Lines map[string]line
+	Times []string // the time axis's marks
 }
+
+// The plot's left edge and width in a chart, as debugpage draws them.
+const (
+	plotLeft  = 64
+	plotWidth = 560 - 64 - 12
+)
+
+// count parses a count the page writes, 1,072,962, or fails.
+func count(t *testing.T, s string) float64 {
+	t.Helper()
+	if !regexp.MustCompile(`^\d{1,3}(,\d{3})*$`).MatchString(s) {
+		t.Errorf("%q: not a count with its thousands separated", s)
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+	if err != nil {
+		t.Error(err)
+	}
+	return f
+}
+
+// durations checks that every duration in s, as the page writes it, has
+// three significant digits at most, and that there is one.
+func durations(t *testing.T, s string) {
+	t.Helper()
+	ds := regexp.MustCompile(`\d[\d.]*(ns|µs|ms|s|m|h)`).FindAllString(s, -1)
+	if len(ds) == 0 {
+		t.Errorf("%q: no duration", s)
+	}
+	for _, d := range ds {
+		digits := strings.TrimLeft(strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			return -1
+		}, d), "0")
+		if len(strings.TrimRight(digits, "0")) > 3 {
+			t.Errorf("%q in %q: more than three significant digits", d, s)
+		}
+	}
+}
+
+// The screenshot's size: the page, whole, at the README's width.
+const shotW, shotH = 1200, 1620
 
 func TestPageInChromium(t *testing.T) {
 	bin := browser(t)
@@ -231,7 +297,9 @@ func TestPageInChromium(t *testing.T) {
 	defer wg.Wait()
 	defer close(stop)
 
-	h, err := debugpage.New(debugpage.WithInterval(interval))
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	h, err := debugpage.New(debugpage.WithInterval(interval), debugpage.WithClock(mock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +312,14 @@ func TestPageInChromium(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	// Let the sampler gather 50 samples first (5s of the 30s the charts
-	// show): the page's first request starts it.
-	var bounds []time.Duration
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	// history requests the JSON, as a refresh of the page would, and
+	// returns the due chart's bounds and the samples taken. The first
+	// request starts the sampler.
+	history := func() (bounds []time.Duration, n int) {
 		var d struct {
 			Timers []struct {
-				DueBounds []float64 `json:"due_bounds"`
-				History   []json.RawMessage
+				DueBoundsSeconds []float64
+				History          []json.RawMessage
 			}
 		}
 		resp, err := http.Get(srv.URL + "/debug/timingwheel/json?name=timers")
@@ -263,17 +331,32 @@ func TestPageInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(d.Timers[0].History) >= 50 {
-			for _, b := range d.Timers[0].DueBounds {
-				bounds = append(bounds, time.Duration(b*1e9).Round(time.Millisecond))
-			}
-			break
+		for _, b := range d.Timers[0].DueBoundsSeconds {
+			bounds = append(bounds, time.Duration(b*1e9).Round(time.Millisecond))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d samples after 30s", len(d.Timers[0].History))
-		}
-		time.Sleep(interval) // polling a condition, with a deadline
+		return bounds, len(d.Timers[0].History)
 	}
+	// Three minutes of samples, a second apart on the mock clock: move it,
+	// then wait until the sampler has taken the sample.
+	history()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 1; i <= steps; i++ {
+		for range perStep {
+			if _, err := st.AfterFunc(40*time.Minute+time.Duration(rng.Int64N(int64(time.Minute))), func() {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mock.Add(interval)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if _, n := history(); n == i {
+				break
+			} else if n > i || time.Now().After(deadline) {
+				t.Fatalf("%d samples after %d moves of the clock", n, i)
+			}
+			time.Sleep(time.Millisecond) // polling a condition, with a deadline
+		}
+	}
+	bounds, _ := history()
 
 	dom := run(t, bin, srv.URL+"/measure", "--virtual-time-budget=1500", "--dump-dom")
 	_, res, ok := strings.Cut(dom, `<pre id="result">`)
@@ -286,14 +369,14 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("%v in %s", err, res)
 	}
 	charts := map[string]chart{}
-	stats := map[string]float64{}
+	stats := map[string]string{}
 	for k, v := range got {
 		if strings.Contains(k, "/stat/") {
-			var f float64
-			if err := json.Unmarshal(v, &f); err != nil {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
 				t.Fatalf("%s: %v", k, err)
 			}
-			stats[k] = f
+			stats[k] = s
 			continue
 		}
 		var c chart
@@ -303,8 +386,8 @@ func TestPageInChromium(t *testing.T) {
 		charts[k] = c
 	}
 	for _, name := range []string{
-		"timer-timers/due", "timer-timers/lateness", "timer-timers/executor", "timer-timers/lag",
-		"timer-timers/shards", "purgatory-fetches/keys", "purgatory-fetches/outcomes",
+		"timer-timers/due", "timer-timers/lateness", "timer-timers/callbacks", "timer-timers/pending",
+		"timer-timers/executor", "timer-timers/lag", "timer-timers/shards", "purgatory-fetches/keys", "purgatory-fetches/outcomes",
 	} {
 		c, ok := charts[name]
 		if !ok {
@@ -335,14 +418,23 @@ func TestPageInChromium(t *testing.T) {
 	// the load ran: at most maxChurn short timers and the fetches' own
 	// timeouts (at most their delayed count) come on top of the static
 	// timers.
-	pending := stats["timer-timers/stat/pending"]
-	delayed := stats["purgatory-fetches/stat/delayed"]
+	pending := count(t, stats["timer-timers/stat/pending"])
+	delayed := count(t, stats["purgatory-fetches/stat/delayed"])
+	for _, k := range []string{"timer-timers/stat/armed", "timer-timers/stat/fired", "purgatory-fetches/stat/completed"} {
+		if count(t, stats[k]) < 1000 {
+			t.Errorf("%s: %s, want thousands", k, stats[k])
+		}
+	}
+	durations(t, stats["timer-timers/stat/lag"])
+	durations(t, stats["timer-timers/stat/lateness"])
+	durations(t, stats["purgatory-fetches/stat/lateness"])
 	shardSum := 0.0
 	for _, b := range charts["timer-timers/shards"].Bars {
 		shardSum += b.V
 	}
-	if shardSum < float64(staticN) || shardSum > float64(staticN+maxChurn)+4*delayed+200 {
-		t.Errorf("pending per shard adds up to %v; want %d static timers plus at most the churn and the fetches' (page: pending %v, delayed %v)", shardSum, staticN, pending, delayed)
+	if least := float64(staticN + sessions); shardSum < least || shardSum > least+maxChurn+4*delayed+200 {
+		t.Errorf("pending per shard adds up to %v; want %d static and %d session timers plus at most the churn and the fetches' (page: pending %v, delayed %v)",
+			shardSum, staticN, sessions, pending, delayed)
 	}
 	// The bars and the table's Pending, from one request, differ by what
 	// came and went between its Stats and its DueProfile.
@@ -386,6 +478,38 @@ func TestPageInChromium(t *testing.T) {
 	if lat["p99"].Points < 2 {
 		t.Errorf("lateness chart has %d points of p99", lat["p99"].Points)
 	}
+	// p99.9 beside the max: drawn above it, in another colour, the max
+	// dashed.
+	if p, m := lat["p99.9"], lat["max"]; p.Order < m.Order || p.Stroke == m.Stroke || m.Dash == "" || p.Dash != "" {
+		t.Errorf("lateness chart: p99.9 %+v, max %+v: want p99.9 solid, above the dashed max, in another colour", p, m)
+	}
+
+	// The time axis spans the three minutes sampled, not the five the
+	// history holds: the lines start at its left edge.
+	for _, name := range []string{"timer-timers/lateness", "timer-timers/callbacks", "timer-timers/pending", "purgatory-fetches/outcomes"} {
+		c := charts[name]
+		if got := strings.Join(c.Times, " "); got != "-30s -1m -1m30s -2m -2m30s" {
+			t.Errorf("%s: time axis marks %q, want every 30s of the 179s sampled", name, got)
+		}
+		for series, l := range c.Lines {
+			if l.Points < steps/2 {
+				continue // lateness percentiles of intervals without callbacks
+			}
+			if l.X > plotLeft+plotWidth/100 || l.W < 0.97*plotWidth {
+				t.Errorf("%s: %s spans x %v to %v, want the plot's %d to %d", name, series, l.X, l.X+l.W, plotLeft, plotLeft+plotWidth)
+			}
+		}
+	}
+	pend := charts["timer-timers/pending"].Lines["pending"]
+	if pend.Points != steps || pend.Last < float64(staticN+sessions) || pend.Last > float64(staticN+sessions)+maxChurn+4*delayed+200 {
+		t.Errorf("pending chart: %+v, want %d points ending at %d and a few more", pend, steps, staticN+sessions)
+	}
+	if pend.H < 50 {
+		t.Errorf("pending chart: the climb of %d timers is %vpx high, want it plain", sessions, pend.H)
+	}
+	if cb := charts["timer-timers/callbacks"].Lines["callbacks/s"]; cb.Points != steps || cb.H < 1 {
+		t.Errorf("callbacks chart: %+v", cb)
+	}
 	ex := charts["timer-timers/executor"].Lines
 	if ex["backlog"].Points < 20 || ex["helpers"].Points < 20 {
 		t.Errorf("executor chart: %+v", ex)
@@ -416,7 +540,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, bin, srv.URL+"/debug/timingwheel/", "--window-size=1200,1420", "--screenshot="+shot)
+	run(t, bin, srv.URL+"/debug/timingwheel/", fmt.Sprintf("--window-size=%d,%d", shotW, shotH), "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +550,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 1420 {
+	if b := img.Bounds(); b.Dx() != shotW || b.Dy() != shotH {
 		t.Errorf("screenshot is %v", b)
 	}
 	t.Logf("screenshot: %s", shot)

@@ -6,4 +6,4 @@ replace github.com/go-timingwheel/timingwheel => ../..
 
 require github.com/go-timingwheel/timingwheel v0.0.0-00010101000000-000000000000
 
-require github.com/benbjohnson/clock v1.3.5 // indirect
+require github.com/benbjohnson/clock v1.3.5

@@ -39,8 +39,8 @@ type Metric struct {
 	Name  string  // column header, with its unit: "ns/pair", "p99 late"
 	Value float64 // in the unit of Kind
 	Kind  Kind
-	// Ratio adds a column with Value divided by this library's Value in
-	// the same case: for figures where lower is better.
+	// Ratio adds a column with this library's Value in the same case
+	// divided by Value: for figures where lower is better.
 	Ratio bool
 }
 

@@ -54,7 +54,7 @@ func init() {
 				"more or less moves CPU/req by a few µs). goroutines/req: goroutines started during the load ÷ requests, server " +
 				"and client (net/http starts one per request on the server): a context that follows its parent with a goroutine " +
 				"shows here. p50, p99: latency seen by the client.",
-			"target: at c=10k, the wheel's context costs less CPU per request than context.WithTimeout: CPU/req ratio > 1.00× " +
+			"target: at c=10k, the wheel's context costs less CPU per request than context.WithTimeout: CPU/req ratio < 1.00× " +
 				"on the c=10k rows; the ctx/req rows magnify the contexts' share of it.",
 		},
 

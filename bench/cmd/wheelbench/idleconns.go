@@ -47,7 +47,7 @@ func init() {
 				"moment of its first part and waits for the server to cut it. msgs/s and CPU/msg (process user+system time, client and " +
 				"server together) over the window. late: when the server's Read failed − (its last Write's start + idle), over the " +
 				"silent connections; the run fails if one was cut early.",
-			"target: less CPU per message than SetReadDeadline (CPU/msg ratio > 1.00× on the time.AfterFunc row); silent connections " +
+			"target: less CPU per message than SetReadDeadline (CPU/msg ratio < 1.00× on the time.AfterFunc row); silent connections " +
 				"cut within idle + 1 tick (exact), none early.",
 		},
 

@@ -1,12 +1,13 @@
 // Command wheelbench measures github.com/go-timingwheel/timingwheel against
 // time.AfterFunc and go-zero's timing wheel on the workloads of bench/README.md
 // ("Workloads and targets"), all in one run, and prints a table per workload
-// with absolute figures and ratios to this library. It ends with a line per
-// target of that section (targets.go): met (✓) or missed (✗), with the
-// figure or ratio, or not shown (–) by the sizes of this run.
+// with absolute figures and ratios, timingwheel's figure ÷ each peer's. It
+// ends with a line per target of that section (targets.go): met (✓) or
+// missed (✗), with the figure or ratio, or not shown (–) by the sizes of
+// this run. A missed target makes it exit non-zero only with -check.
 //
 //	go -C bench run ./cmd/wheelbench              # quick: about 65 s
-//	go -C bench run ./cmd/wheelbench -full        # the sizes of the targets
+//	go -C bench run ./cmd/wheelbench -full -check # the sizes of the targets; exit 1 if one is missed
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
 //	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
 //	go -C bench run ./cmd/wheelbench -workloads parallel   # scaling over cores
@@ -48,6 +49,7 @@ var (
 	oneProcess    = flag.Bool("one-process", false, "run every workload in this process instead of a fresh child process each")
 	childFlag     = flag.Bool("child", false, "internal: run as a child of another wheelbench, printing only the workloads' tables")
 	verdictsFlag  = flag.String("verdicts", "", "internal: append the verdicts on the targets to this file, for the parent to print")
+	checkFlag     = flag.Bool("check", false, "exit 1 if a target is missed (without it a missed target still exits 0, so that a first run passes as a demo)")
 )
 
 func main() {
@@ -170,6 +172,10 @@ func main() {
 	if !*childFlag {
 		writeVerdicts(out, verdicts)
 		fmt.Fprintf(out, "wheelbench: done in %.1fs\n", time.Since(start).Seconds())
+		if n := missed(verdicts); n > 0 && *checkFlag {
+			fmt.Fprintf(out, "wheelbench: %d target(s) missed (-check)\n", n)
+			failed = true
+		}
 	}
 	out.Flush()
 	if failed {
@@ -234,8 +240,9 @@ func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
 			fmt.Fprintf(w, "    %-15s %s\n", name, line)
 		}
 	}
-	fmt.Fprintf(w, "\n  ratio: a peer's figure ÷ timingwheel's in the same case of this run;\n")
-	fmt.Fprintf(w, "         above 1.00× timingwheel's figure is the lower.\n")
+	fmt.Fprintf(w, "\n  ratio: timingwheel's figure ÷ the other's, everywhere: a peer's in the same case of\n")
+	fmt.Fprintf(w, "         this run (tables), a target's baseline or bound (targets); below 1.00×\n")
+	fmt.Fprintf(w, "         timingwheel's figure is the lower.\n")
 	fmt.Fprintf(w, "  CPU:   the whole process's user+system time (getrusage): background goroutines\n")
 	fmt.Fprintf(w, "         and the garbage collector count.\n\n")
 }
@@ -337,7 +344,9 @@ func printUsage() {
 	fmt.Fprintf(w, "usage: wheelbench [flags]\n\n")
 	fmt.Fprintf(w, "Runs each workload against each implementation, a fresh process per workload,\n")
 	fmt.Fprintf(w, "and prints a table per workload. Without -full, the sizes are reduced so that\n")
-	fmt.Fprintf(w, "all the workloads run in %s.\n\n", quickDuration)
+	fmt.Fprintf(w, "all the workloads run in %s. The run ends with a line per target, met,\n", quickDuration)
+	fmt.Fprintf(w, "missed or not shown, and exits 1 if a workload failed; a missed target exits 1\n")
+	fmt.Fprintf(w, "only with -check, so that a first run, without it, passes as a demo.\n\n")
 	fmt.Fprintf(w, "workloads:\n")
 	for _, wl := range workloads {
 		title := wl.Title

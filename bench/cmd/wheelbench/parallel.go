@@ -166,12 +166,11 @@ func init() {
 			"(with perfect scaling it halves as k doubles); CPU ns/op: process CPU time ÷ operations; allocs/op: MemStats.Mallocs ÷ operations.",
 		"CPUs used: CPU time ÷ wall time; below k, the goroutines did not get k CPUs of their own (other processes, "+
 			"or a goroutine waiting), and work and eff % say as much about the machine as about the timers. "+
-			"work: ns/op at k=1 ÷ ns/op at k, the work k goroutines do in the time one does it; eff %: work ÷ k. "+
-			"ratio: the runtime's figure ÷ timingwheel's at the same k (the targets below print timingwheel's ÷ the runtime's).",
+			"work: ns/op at k=1 ÷ ns/op at k, the work k goroutines do in the time one does it; eff %: work ÷ k.",
 		fmt.Sprintf("Rows marked (> %d CPUs) run more goroutines than this machine has CPUs: they take turns, "+
 			"so those rows are not scaling figures and have no work or eff %%.", parallelCPUs),
 		"target: churn, rearm and reuse at k=2 do ≥ 1.7 × the work of k=1, and at k=16 on 16 CPUs ≥ 12 ×; "+
-			"churn at k = the CPUs ≤ 0.5 × time.AfterFunc's ns/op (its ratio ≥ 2); "+
+			"churn at k = the CPUs ≤ 0.5 × time.AfterFunc's ns/op; "+
 			"rearm and reuse there no worse against the runtime than at k=1.",
 	)
 	var charts []Chart

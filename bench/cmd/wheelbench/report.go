@@ -141,7 +141,9 @@ func (r *Result) metric(name string) (float64, bool) {
 	return 0, false
 }
 
-// ratioCell writes v divided by base's figure for the same metric.
+// ratioCell writes base's figure for the same metric divided by v: this
+// library's figure ÷ the row's, the one direction of every ratio that
+// wheelbench prints.
 func ratioCell(v float64, ok bool, base *Result, name string) string {
 	if !ok || base == nil {
 		return ""
@@ -153,64 +155,103 @@ func ratioCell(v float64, ok bool, base *Result, name string) string {
 	switch {
 	case b == v:
 		return "1.00×"
-	case b == 0 || math.Signbit(b) != math.Signbit(v):
+	case v == 0 || math.Signbit(b) != math.Signbit(v):
 		return "—" // no meaningful ratio
 	}
-	return formatDecimal(v/b) + "×"
+	return formatDecimal(b/v) + "×"
 }
 
 // formatValue writes v as its kind says.
 func formatValue(v float64, k Kind) string {
-	switch k {
-	case Count:
-		return groupDigits(int64(math.Round(v)))
-	case Duration:
-		return formatNanos(v)
-	case Bytes:
-		return formatBytes(v)
-	}
-	return formatDecimal(v)
+	s, _ := formatShown(v, k, 0)
+	return s
 }
 
 // formatDecimal writes v with about three significant digits, at most two
 // decimals.
 func formatDecimal(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	s, _ := formatShown(v, Decimal, 0)
+	return s
 }
 
 // formatNanos writes a duration given in nanoseconds with a unit.
 func formatNanos(ns float64) string {
-	a := math.Abs(ns)
-	switch {
-	case a < 1e3:
-		return strconv.FormatFloat(ns, 'f', 0, 64) + "ns"
-	case a < 1e6:
-		return formatDecimal(ns/1e3) + "µs"
-	case a < 1e9:
-		return formatDecimal(ns/1e6) + "ms"
-	}
-	return formatDecimal(ns/1e9) + "s"
+	s, _ := formatShown(ns, Duration, 0)
+	return s
 }
 
 // formatBytes writes a byte count with a binary unit.
 func formatBytes(b float64) string {
-	a := math.Abs(b)
-	switch {
-	case a < 1<<10:
-		return strconv.FormatFloat(b, 'f', 0, 64) + " B"
-	case a < 1<<20:
-		return formatDecimal(b/(1<<10)) + " KiB"
-	case a < 1<<30:
-		return formatDecimal(b/(1<<20)) + " MiB"
+	s, _ := formatShown(b, Bytes, 0)
+	return s
+}
+
+// formatShown writes v as its kind says, with extra decimals beyond the
+// usual (none for a Count), and returns the value the text shows, in v's
+// unit: what a reader compares with a bound.
+func formatShown(v float64, k Kind, extra int) (string, float64) {
+	scale, unit := 1.0, ""
+	a := math.Abs(v)
+	switch k {
+	case Count:
+		n := math.Round(v)
+		return groupDigits(int64(n)), n
+	case Duration:
+		switch {
+		case a < 1e3:
+			unit = "ns"
+		case a < 1e6:
+			scale, unit = 1e3, "µs"
+		case a < 1e9:
+			scale, unit = 1e6, "ms"
+		default:
+			scale, unit = 1e9, "s"
+		}
+	case Bytes:
+		switch {
+		case a < 1<<10:
+			unit = " B"
+		case a < 1<<20:
+			scale, unit = 1<<10, " KiB"
+		case a < 1<<30:
+			scale, unit = 1<<20, " MiB"
+		default:
+			scale, unit = 1<<30, " GiB"
+		}
 	}
-	return formatDecimal(b/(1<<30)) + " GiB"
+	x := v / scale
+	decimals := 2 // about three significant digits
+	switch a := math.Abs(x); {
+	case scale == 1 && unit != "": // ns and B are whole
+		decimals = 0
+	case a >= 100:
+		decimals = 0
+	case a >= 10:
+		decimals = 1
+	}
+	num := strconv.FormatFloat(x, 'f', decimals+extra, 64)
+	shown, _ := strconv.ParseFloat(num, 64)
+	return num + unit, shown * scale
+}
+
+// maxExtra is the most decimals formatJudged adds: enough for any two
+// float64s that differ.
+const maxExtra = 17
+
+// formatJudged writes v, a figure that a target judged met or missed, as
+// formatValue does, or with as many more decimals as it takes for the
+// figure as printed to get the same verdict: meets, given the value the
+// text shows, returns met. A miss of a bound of 48 by 0.1 prints its
+// ratio as 1.002×, not as 1.00×, which reads as a tie.
+func formatJudged(v float64, k Kind, met bool, meets func(shown float64) bool) string {
+	var s string
+	for extra := 0; extra <= maxExtra; extra++ {
+		var shown float64
+		if s, shown = formatShown(v, k, extra); meets(shown) == met || k == Count {
+			break
+		}
+	}
+	return s
 }
 
 // groupDigits writes n with commas between groups of three digits.

@@ -183,7 +183,8 @@ func relative(metric, base string, bound float64) func(CaseResult, []CaseResult)
 		if err != nil {
 			return false, "", err
 		}
-		return q <= bound, formatQuotient(q, base), nil
+		met := q <= bound
+		return met, formatJudged(q, Decimal, met, func(p float64) bool { return p <= bound }) + "×", nil
 	}
 }
 
@@ -194,15 +195,9 @@ func below(metric, base string) func(CaseResult, []CaseResult) (bool, string, er
 		if err != nil {
 			return false, "", err
 		}
-		return q < 1, formatQuotient(q, base), nil
+		met := q < 1
+		return met, formatJudged(q, Decimal, met, func(p float64) bool { return p < 1 }) + "×", nil
 	}
-}
-
-// formatQuotient writes q, this library's figure ÷ base's, as one ratio
-// whose direction it states. (The tables print each peer's figure ÷ this
-// library's; a verdict line printed both, which pointed opposite ways.)
-func formatQuotient(q float64, base string) string {
-	return fmt.Sprintf("%s ÷ %s = %s× (lower is better)", impls[0].Name, base, formatDecimal(q))
 }
 
 // ratioTo returns this library's figure ÷ base's.
@@ -231,7 +226,7 @@ func absolute(metric string, bound float64, k Kind) func(CaseResult, []CaseResul
 		met := v <= bound || formatValue(v, k) == formatValue(bound, k)
 		fig := formatValue(v, k)
 		if bound > 0 {
-			fig += " = " + formatDecimal(v/bound) + "× the bound"
+			fig += " = " + formatJudged(v/bound, Decimal, met, func(p float64) bool { return p <= 1 }) + "× the bound"
 		}
 		return met, fig, nil
 	}
@@ -259,7 +254,8 @@ func atLeast(metric string, bound float64, k Kind) func(CaseResult, []CaseResult
 		if err != nil {
 			return false, "", err
 		}
-		return v >= bound, formatValue(v, k), nil
+		met := v >= bound
+		return met, formatJudged(v, k, met, func(p float64) bool { return p >= bound }), nil
 	}
 }
 
@@ -300,7 +296,9 @@ func httpGoroutines(base CaseResult, all []CaseResult) (bool, string, error) {
 	if rows == 0 {
 		return false, "", fmt.Errorf("no ctx/req rows")
 	}
-	return worst < 0.05, fmt.Sprintf("%s goroutines per derived context, at most", formatDecimal(worst)), nil
+	met := worst < 0.05
+	fig := formatJudged(worst, Decimal, met, func(p float64) bool { return p < 0.05 })
+	return met, fig + " goroutines per derived context, at most", nil
 }
 
 // httpCtxsOf returns k of a label "c=1k, k ctx/req ...".
@@ -381,8 +379,19 @@ func noWorseThanAtOne(metric, base, op string) func(CaseResult, []CaseResult) (b
 		if err != nil {
 			return false, "", fmt.Errorf("k=1: %v", err)
 		}
-		return q <= q1, fmt.Sprintf("%s ÷ %s = %s× here, %s× at k=1 (lower is better)",
-			impls[0].Name, base, formatDecimal(q), formatDecimal(q1)), nil
+		// Both with the decimals it takes for the printed pair to compare
+		// as the figures do.
+		met := q <= q1
+		var qs, q1s string
+		for extra := 0; extra <= maxExtra; extra++ {
+			var p, p1 float64
+			qs, p = formatShown(q, Decimal, extra)
+			q1s, p1 = formatShown(q1, Decimal, extra)
+			if (p <= p1) == met {
+				break
+			}
+		}
+		return met, fmt.Sprintf("%s× here, %s× at k=1", qs, q1s), nil
 	}
 }
 
@@ -507,6 +516,17 @@ func missedSmaller(t Target, cases []CaseResult) string {
 	return out
 }
 
+// missed returns how many of vs are missed targets.
+func missed(vs []Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Mark == markMissed {
+			n++
+		}
+	}
+	return n
+}
+
 // writeVerdicts writes the summary that ends a run: a line per verdict,
 // and a count of each kind.
 func writeVerdicts(w io.Writer, vs []Verdict) {
@@ -515,7 +535,6 @@ func writeVerdicts(w io.Writer, vs []Verdict) {
 	}
 	fmt.Fprintf(w, "targets (bench/README.md, \"Workloads and targets\"): %s met, %s missed, %s not shown by this run;\n",
 		markMet, markMissed, markNotShown)
-	fmt.Fprintf(w, "a ratio here is timingwheel's figure ÷ the other's or the bound, lower is better;\n")
 	fmt.Fprintf(w, "a target not shown at its size says so when this run misses it at a smaller one\n\n")
 	wWl, wCase, wWhat := 0, 0, 0
 	for _, v := range vs {

@@ -62,11 +62,11 @@ func TestJudgeQuickChurn(t *testing.T) {
 			t.Errorf("%s: got %s %q, want %s and %q", key, v.Mark, v.Figure, mark, figure)
 		}
 	}
-	check("N=1M ns/pair ≤ 0.2 × time.AfterFunc's", markMissed, "timingwheel ÷ time.AfterFunc = 0.36× (lower is better)")
+	check("N=1M ns/pair ≤ 0.2 × time.AfterFunc's", markMissed, "0.36×")
 	// A target not shown at its size, missed at the largest quick size:
 	// the line says so, with the figure there.
 	check("N=10M ns/pair ≤ 0.2 × time.AfterFunc's", markNotShown,
-		"the quick sizes are N=100k, N=1M; -full runs N=10M; missed at N=1M: timingwheel ÷ time.AfterFunc = 0.36× (lower is better)")
+		"the quick sizes are N=100k, N=1M; -full runs N=10M; missed at N=1M: 0.36×")
 	check("N=10M ns/pair ≤ 60", markNotShown, "-full runs N=10M; missed at N=1M: 102 = 1.70× the bound")
 	check("N=100k allocs/pair ≤ 1, the Timer: Stop allocates nothing", markMet, "1.00")
 	check("N=1M allocs/pair ≤ 1, the Timer: Stop allocates nothing", markMet, "1.00")
@@ -195,5 +195,85 @@ func TestJudgeQuickStorm(t *testing.T) {
 		if f := got[what]; strings.Contains(f, "missed at") {
 			t.Errorf("%s: %q, met at M=200k", what, f)
 		}
+	}
+}
+
+// wheelAnd is a case labeled label whose timingwheel result has the
+// metric at v and whose time.AfterFunc result has it at base.
+func wheelAnd(label, metric string, v, base float64) CaseResult {
+	return CaseResult{Case: Case{Label: label}, Results: []Result{
+		{Impl: timingwheelSpec.Name, Metrics: []Metric{{Name: metric, Value: v}}},
+		{Impl: runtimeSpec.Name, Metrics: []Metric{{Name: metric, Value: base}}},
+	}}
+}
+
+// TestVerdictFigures: each kind of target's verdict, and the figure it
+// prints, which reads as the verdict: a narrow miss shows the digits that
+// make it one, a narrow pass those that make it one, and a ratio is
+// timingwheel's figure ÷ the other's.
+func TestVerdictFigures(t *testing.T) {
+	k1 := parallelLabel(1, "rearm")
+	for _, c := range []struct {
+		name string
+		eval func(CaseResult, []CaseResult) (bool, string, error)
+		cr   CaseResult
+		all  []CaseResult
+		met  bool
+		fig  string
+	}{
+		{"relative met", relative("ns", runtimeName, 0.2), wheelAnd("N=1M", "ns", 36, 200), nil, true, "0.18×"},
+		{"relative missed", relative("ns", runtimeName, 0.2), wheelAnd("N=1M", "ns", 72, 200), nil, false, "0.36×"},
+		{"relative missed by 0.5%", relative("ns", runtimeName, 0.2), wheelAnd("N=1M", "ns", 40.2, 200), nil, false, "0.201×"},
+		{"relative met at the bound", relative("ns", runtimeName, 0.2), wheelAnd("N=1M", "ns", 40, 200), nil, true, "0.20×"},
+		{"relative met by 0.1%", relative("ns", runtimeName, 0.8), wheelAnd("N=1M", "ns", 79.92, 100), nil, true, "0.80×"},
+		{"below met by 0.1%", below("cpu", runtimeName), wheelAnd("c=10k", "cpu", 999, 1000), nil, true, "0.999×"},
+		{"below missed at a tie", below("cpu", runtimeName), wheelAnd("c=10k", "cpu", 1000, 1000), nil, false, "1.00×"},
+		{"below missed by 0.1%", below("cpu", runtimeName), wheelAnd("c=10k", "cpu", 1001, 1000), nil, false, "1.00×"},
+		{"absolute missed by 0.2%", absolute("B/timer", 48, Decimal), wheelAnd("N=1M", "B/timer", 48.1, 0), nil, false, "48.1 = 1.002× the bound"},
+		{"absolute met as printed", absolute("B/timer", 48, Decimal), wheelAnd("N=1M", "B/timer", 48.004, 0), nil, true, "48.0 = 1.00× the bound"},
+		{"absolute met", absolute("B/timer", 48, Decimal), wheelAnd("N=1M", "B/timer", 47.9, 0), nil, true, "47.9 = 1.00× the bound"},
+		{"absolute duration missed", absolute("p99", 2e6, Duration), wheelAnd("M=1M", "p99", 2.38e6, 0), nil, false, "2.38ms = 1.19× the bound"},
+		{"absolute duration missed by 0.3%", absolute("p99", 2e6, Duration), wheelAnd("M=1M", "p99", 2.006e6, 0), nil, false, "2.01ms = 1.003× the bound"},
+		{"absolute count", absolute("early", 0, Count), wheelAnd("M=1M", "early", 1, 0), nil, false, "1"},
+		{"atLeast missed by 0.1%", atLeast("work", 1.7, Decimal), wheelAnd("k=2 churn", "work", 1.698, 0), nil, false, "1.698"},
+		{"atLeast met", atLeast("work", 1.7, Decimal), wheelAnd("k=2 churn", "work", 1.704, 0), nil, true, "1.70"},
+		{"atLeast percent missed", atLeast("achieved %", 99, Decimal), wheelAnd("N=1M", "achieved %", 98.96, 0), nil, false, "98.96"},
+		{"atLeast duration met", atLeast("late min", 0, Duration), wheelAnd("c=10k", "late min", 0, 0), nil, true, "0ns"},
+		{"noWorse met", noWorseThanAtOne("ns/op", runtimeName, "rearm"), wheelAnd("k=2 rearm", "ns/op", 50, 100),
+			[]CaseResult{wheelAnd(k1, "ns/op", 60, 100)}, true, "0.50× here, 0.60× at k=1"},
+		{"noWorse missed narrowly", noWorseThanAtOne("ns/op", runtimeName, "rearm"), wheelAnd("k=2 rearm", "ns/op", 53.2, 100),
+			[]CaseResult{wheelAnd(k1, "ns/op", 53.1, 100)}, false, "0.532× here, 0.531× at k=1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			met, fig, err := c.eval(c.cr, c.all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if met != c.met || fig != c.fig {
+				t.Errorf("got %v %q, want %v %q", met, fig, c.met, c.fig)
+			}
+		})
+	}
+}
+
+// TestMissed: -check counts the missed targets, not those not shown.
+func TestMissed(t *testing.T) {
+	for _, c := range []struct {
+		marks []string
+		want  int
+	}{
+		{nil, 0},
+		{[]string{markMet, markNotShown}, 0},
+		{[]string{markMet, markMissed, markNotShown, markMissed}, 2},
+	} {
+		t.Run(strings.Join(c.marks, ","), func(t *testing.T) {
+			var vs []Verdict
+			for _, m := range c.marks {
+				vs = append(vs, Verdict{Mark: m})
+			}
+			if got := missed(vs); got != c.want {
+				t.Errorf("missed = %d, want %d", got, c.want)
+			}
+		})
 	}
 }

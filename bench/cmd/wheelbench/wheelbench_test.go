@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +271,38 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+// TestFormatJudged: a figure gets the decimals it takes for the printed
+// figure to get the verdict the figure got, and no more.
+func TestFormatJudged(t *testing.T) {
+	atMost := func(b float64) func(float64) bool { return func(p float64) bool { return p <= b } }
+	below := func(b float64) func(float64) bool { return func(p float64) bool { return p < b } }
+	for _, c := range []struct {
+		v     float64
+		k     Kind
+		met   bool
+		meets func(float64) bool
+		want  string
+	}{
+		{1.002, Decimal, false, atMost(1), "1.002"},
+		{1.0004, Decimal, true, atMost(1), "1.00"}, // met as printed elsewhere: 1.00 reads as met
+		{1.00001, Decimal, false, atMost(1), "1.00001"},
+		{0.999, Decimal, true, below(1), "0.999"},
+		{0.0499, Decimal, true, below(0.05), "0.0499"},
+		{48.04, Decimal, false, atMost(48), "48.04"},
+		{0.36, Decimal, false, atMost(0.2), "0.36"},
+		{2.004e6, Duration, false, atMost(2e6), "2.004ms"},
+		{1.5e9, Duration, false, atMost(1e9), "1.50s"},
+		{1500, Count, false, atMost(1000), "1,500"},
+		{1, Decimal, true, atMost(1), "1.00"},
+	} {
+		t.Run(fmt.Sprint(c.v, c.met), func(t *testing.T) {
+			if got := formatJudged(c.v, c.k, c.met, c.meets); got != c.want {
+				t.Errorf("formatJudged(%v) = %q, want %q", c.v, got, c.want)
+			}
+		})
+	}
+}
+
 func TestRatioCell(t *testing.T) {
 	base := &Result{Metrics: []Metric{{Name: "x", Value: 50}, {Name: "zero", Value: 0}}}
 	for _, tt := range []struct {
@@ -278,9 +311,11 @@ func TestRatioCell(t *testing.T) {
 		want string
 	}{
 		{"x", 50, "1.00×"},
-		{"x", 175, "3.50×"},
-		{"x", 25, "0.50×"},
-		{"zero", 3, "—"},
+		{"x", 175, "0.29×"}, // timingwheel's figure ÷ the row's
+		{"x", 25, "2.00×"},
+		{"x", 0, "—"},
+		{"x", -5, "—"},
+		{"zero", 3, "0.00×"},
 		{"missing", 3, ""},
 	} {
 		if got := ratioCell(tt.v, true, base, tt.name); got != tt.want {
