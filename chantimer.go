@@ -252,8 +252,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 	if period > 0 {
 		t.kind = kindTicker
 	}
-	var pc pushCount
-	t.sh, pc = st.shardForPush(t, d > 0)
+	pc := st.attach(t, d > 0)
 	now := st.now()
 	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.NewTimer
 	ct.when.Store(when)
@@ -361,8 +360,11 @@ func (ct *chanTimer) releaseHold() {
 // take makes the timer busy for a Stop or Reset, waiting for another
 // holder to leave, and returns the state it found, with the next gen.
 func (ct *chanTimer) take(name string) (old uint64, gen uint64) {
-	if ct.t.shard() == nil {
-		panic("timingwheel: " + name + " called on a value not made by the SystemTimer")
+	if ct.t.self != selfTag(&ct.t) {
+		if ct.t.shard() == nil {
+			panic("timingwheel: " + name + " called on a value not made by the SystemTimer")
+		}
+		panic("timingwheel: " + name + " called on a copy: a ChanTimer or Ticker must not be copied; keep the pointer NewTimer or NewTicker returned")
 	}
 	for {
 		s := ct.s.Load()

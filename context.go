@@ -131,8 +131,7 @@ func (st *SystemTimer) withDeadline(parent context.Context, d time.Time, when, n
 		c.state.Store(causeBit)
 	}
 	c.t.kind = kindContext
-	var pc pushCount
-	c.t.sh, pc = st.shardForPush(&c.t, true)
+	pc := st.attach(&c.t, true)
 	cancel := func() { c.cancelByCaller() }
 	c.cancelFn = cancel
 	if done != nil {

@@ -60,8 +60,7 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	p := &periodic{sched: s, f: f}
 	t := &p.t
 	t.kind = kindPeriodic // runTimer calls p.run
-	var pc pushCount
-	t.sh, pc = st.shardForPush(t, true)
+	pc := st.attach(t, true)
 	if st.closed.Load() {
 		return nil, ErrStopped
 	}

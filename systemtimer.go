@@ -297,26 +297,25 @@ func (st *SystemTimer) tickTime(k int64) time.Time {
 	return st.epoch.Add(time.Duration(k * st.tick))
 }
 
-// shardFor returns the shard for t, a timer being made or bound: the shard
-// of the processor (the runtime's P) the calling goroutine runs on, so that
-// goroutines on different cores arm, stop and reset their timers on shards
-// of their own, as the Go runtime keeps its timers per P. With
-// withAddressShards it is the shard of t's address (shardOf). A timer that
-// is not pending may move later, when a Reset re-arms it on another
+// attach binds t, a timer being made or bound, to st: it tags t with its
+// address (see Timer.self) and puts it on the shard of the processor (the
+// runtime's P) the calling goroutine runs on, so that goroutines on
+// different cores arm, stop and reset their timers on shards of their own,
+// as the Go runtime keeps its timers per P; with withAddressShards, on the
+// shard of t's address (shardOf). If push, the caller is about to push t
+// on that shard, and attach counts the push (see localShardPush). A timer
+// that is not pending may move later, when a Reset re-arms it on another
 // processor (localShard). Placement is locality, never correctness: any
 // goroutine may stop, reset or fire any timer.
-func (st *SystemTimer) shardFor(t *Timer) *shard {
-	sh, _ := st.shardForPush(t, false)
-	return sh
-}
-
-// shardForPush is shardFor for a timer about to be pushed on the shard
-// (by arm), which it counts (see localShardPush): arm takes the count.
-func (st *SystemTimer) shardForPush(t *Timer, push bool) (*shard, pushCount) {
+func (st *SystemTimer) attach(t *Timer, push bool) pushCount {
+	t.self = selfTag(t)
 	if len(st.shards) == 1 {
-		return &st.shards[0], countOnShard
+		t.sh = &st.shards[0]
+		return countOnShard
 	}
-	return st.localShardPush(st.shardOf(t), push)
+	var pc pushCount
+	t.sh, pc = st.localShardPush(st.shardOf(t), push)
+	return pc
 }
 
 // localShard returns the shard of the processor the caller runs on, or def
@@ -433,8 +432,7 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 		return nil, errNilFunc
 	}
 	t := &Timer{f: f}
-	var pc pushCount
-	t.sh, pc = st.shardForPush(t, d > 0)
+	pc := st.attach(t, d > 0)
 	if d <= 0 {
 		if err := st.fireNew(t); err != nil {
 			return nil, err
@@ -449,7 +447,7 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 }
 
 // arm arms a new timer, one no other goroutine knows of yet, to run at when
-// (ns since the epoch); pc is how shardForPush counted its push.
+// (ns since the epoch); pc is how attach counted its push.
 func (st *SystemTimer) arm(t *Timer, when, now int64, pc pushCount) error {
 	sh := t.sh // read before the push publishes t: a Reset may move it after
 	if when < sh.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {

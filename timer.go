@@ -13,7 +13,8 @@ import (
 // is a field of the caller's own struct, so that arming it allocates
 // nothing. The zero Timer is unbound: its methods panic, as those of a
 // time.Timer not made by the time package do. A Timer must not be copied
-// once bound. Its methods are safe for concurrent use.
+// once bound: the methods of a copy panic, naming it, as a copied
+// strings.Builder's do. Its methods are safe for concurrent use.
 type Timer struct {
 	// next and prev link the timer into a bucket or a shard's transit,
 	// cascade or never list; guarded by sh.mu. While the timer is queued,
@@ -44,6 +45,34 @@ type Timer struct {
 	// a pending one (Reset to a later deadline; see Timer.Reset).
 	w    atomic.Int64
 	kind uint8 // set when the timer is made or bound, then immutable
+	// self tags the timer's own address (selfTag), set when it is made or
+	// bound, 0 before: a copy of a bound Timer, made by assigning the
+	// struct that holds it, lies at another address, and its methods
+	// panic (checkBound) instead of acting on lists and stacks that hold
+	// the original. In the padding after kind: a Timer stays 48 bytes.
+	self uint32
+}
+
+// selfTag is the tag of a timer at t's address: bits 3 to 34 of the
+// address, never 0. A copy lying a multiple of 32GiB away from its original
+// would go unnoticed; any other is caught.
+func selfTag(t *Timer) uint32 { return uint32(uintptr(unsafe.Pointer(t))>>3) | 1 }
+
+// checkBound panics, naming method, unless t is bound and was bound (or
+// made) at this address: it is one comparison on the path of Stop and
+// Reset, and it replaces the check for an unbound timer.
+func (t *Timer) checkBound(method string) {
+	if t.self != selfTag(t) {
+		t.misused(method)
+	}
+}
+
+// misused panics for checkBound: t is unbound, or a copy.
+func (t *Timer) misused(method string) {
+	if t.shard() == nil {
+		panic("timingwheel: " + method + " called on an unbound Timer")
+	}
+	panic("timingwheel: " + method + " called on a copy of a Timer: a Timer must not be copied once made or bound (the struct holding it was assigned or passed by value); keep a pointer to it")
 }
 
 // Timer states, kept in the low bits of Timer.w.
@@ -222,7 +251,7 @@ func (st *SystemTimer) Bind(t *Timer, f func()) {
 		panic("timingwheel: Bind: the Timer is bound already")
 	}
 	t.f, t.kind = f, kindOnce
-	t.sh = st.shardFor(t)
+	st.attach(t, false)
 }
 
 // Stop prevents the timer's function from running. It returns true if this
@@ -231,9 +260,7 @@ func (st *SystemTimer) Bind(t *Timer, f func()) {
 // For a periodic timer, Stop also ends the series: no run starts after Stop
 // returns, except one already handed to the executor.
 func (t *Timer) Stop() bool {
-	if t.shard() == nil {
-		panic("timingwheel: Stop called on an unbound Timer")
-	}
+	t.checkBound("Stop")
 	if t.kind == kindPeriodic {
 		return periodicOf(t).stop()
 	}
@@ -369,10 +396,8 @@ func (t *Timer) TryReset(d time.Duration) (wasPending bool, err error) {
 }
 
 func (t *Timer) reset(d time.Duration, name string) (bool, error) {
+	t.checkBound(name)
 	sh := t.shard()
-	if sh == nil {
-		panic("timingwheel: " + name + " called on an unbound Timer")
-	}
 	if t.kind == kindPeriodic {
 		return periodicOf(t).reset(d)
 	}
