@@ -27,6 +27,7 @@ type component struct {
 
 type labelAt struct {
 	label string
+	rank  int
 	pos   token.Pos
 }
 
@@ -73,7 +74,7 @@ func (m *migrator) components() []*component {
 			if len(s.decls) > 0 {
 				pos = s.decls[0].Pos()
 			}
-			c.labels = append(c.labels, labelAt{s.label, pos})
+			c.labels = append(c.labels, labelAt{s.label, s.rank, pos})
 		}
 		c.sources = append(c.sources, s.sources...)
 		c.occs = append(c.occs, s.occs...)
@@ -85,8 +86,13 @@ func (m *migrator) components() []*component {
 	// Slots are made in an order that depends on map iteration: sort all
 	// that a message or an edit depends on by position.
 	for _, c := range list {
-		slices.SortStableFunc(c.labels, func(a, b labelAt) int { return cmpPosLabel(a, b) })
-		c.labels = slices.CompactFunc(c.labels, func(a, b labelAt) bool { return a.label == b.label })
+		slices.SortStableFunc(c.labels, cmpLabel)
+		seen := make(map[string]bool)
+		c.labels = slices.DeleteFunc(c.labels, func(l labelAt) bool {
+			dup := seen[l.label]
+			seen[l.label] = true
+			return dup
+		})
 		slices.SortFunc(c.sources, func(a, b source) int { return int(a.call.Pos() - b.call.Pos()) })
 		slices.SortFunc(c.occs, func(a, b occurrence) int { return int(a.expr.Pos() - b.expr.Pos()) })
 		c.occs = slices.CompactFunc(c.occs, func(a, b occurrence) bool { return a.expr == b.expr })
@@ -103,7 +109,10 @@ func (m *migrator) components() []*component {
 	return list
 }
 
-func cmpPosLabel(a, b labelAt) int {
+func cmpLabel(a, b labelAt) int {
+	if a.rank != b.rank {
+		return a.rank - b.rank
+	}
 	if a.pos != b.pos {
 		return int(a.pos - b.pos)
 	}

@@ -174,6 +174,10 @@ func (m *migrator) visit(n ast.Node, stack []ast.Node) {
 			ds[i] = m.destOfVar(sig.Results().At(i), n.Pos())
 		}
 		m.flowAll(ds, n.Results, "returned as")
+	case *ast.IndexExpr:
+		if mt, ok := m.mapType(n.X); ok {
+			m.flowKey(mt, n.X, n.Index)
+		}
 	case *ast.CallExpr:
 		m.call(n)
 	case *ast.CompositeLit:
@@ -678,6 +682,13 @@ func (m *migrator) call(call *ast.CallExpr) {
 			m.union(m.slotOf(call.Args[0]), m.slotOf(call.Args[1]))
 		}
 		return
+	case "delete":
+		if len(call.Args) == 2 {
+			if mt, ok := m.mapType(call.Args[0]); ok {
+				m.flowKey(mt, call.Args[0], call.Args[1])
+			}
+		}
+		return
 	case "":
 	default:
 		return // append, make and new are slots; len, cap, delete, close, clear and print take no timer anywhere
@@ -894,8 +905,8 @@ func (m *migrator) compositeLit(lit *ast.CompositeLit) {
 			val := el
 			if kv, ok := el.(*ast.KeyValueExpr); ok {
 				val = kv.Value
-				if s >= 0 {
-					m.union(s, m.slotOf(kv.Key)) // a timer key makes the map opaque, and the poison spreads
+				if mt, ok := u.(*types.Map); ok {
+					m.flowKey(mt, lit, kv.Key)
 				}
 			}
 			if inner, ok := val.(*ast.CompositeLit); ok && inner.Type == nil && s >= 0 {
@@ -904,6 +915,26 @@ func (m *migrator) compositeLit(lit *ast.CompositeLit) {
 			m.flow(dest{slot: s, typ: elem}, val, "stored as")
 		}
 	}
+}
+
+func (m *migrator) mapType(x ast.Expr) (*types.Map, bool) {
+	t := m.info.TypeOf(x)
+	if t == nil {
+		return nil, false
+	}
+	mt, ok := t.Underlying().(*types.Map)
+	return mt, ok
+}
+
+// flowKey follows a key into a map: a map whose keys hold timers is
+// opaque, and joining the key to it spreads the poison; a key of an
+// interface type holds the timer in an interface.
+func (m *migrator) flowKey(mt *types.Map, mapExpr, key ast.Expr) {
+	d := dest{slot: -1, typ: mt.Key()}
+	if m.shapeOf(mt.Key()).kind != noTimer {
+		d.slot = m.slotOf(mapExpr)
+	}
+	m.flow(d, key, "used as a map key of type")
 }
 
 func (m *migrator) rangeStmt(n *ast.RangeStmt) {

@@ -25,6 +25,7 @@ import (
 type slot struct {
 	parent  int
 	label   string // how a message names the slot: "conn.idle", "t"; "" for an expression
+	rank    int    // the order of labels in a message: fields and types, results, parameters, locals
 	sources []source
 	occs    []occurrence
 	poison  []reason
@@ -299,6 +300,15 @@ func (m *migrator) varSlot(v *types.Var, at token.Pos) int {
 	i := m.newSlot(m.varLabel(v))
 	m.vars[v] = i
 	switch {
+	case v.IsField() || v.Parent() == m.pass.Pkg.Scope():
+	case m.owner[v] != nil && m.isResult(v):
+		m.slots[i].rank = 1
+	case m.owner[v] != nil:
+		m.slots[i].rank = 2
+	default:
+		m.slots[i].rank = 3
+	}
+	switch {
 	case v.Pkg() != m.pass.Pkg:
 		m.poison(i, at, "%s belongs to package %s, and twmigrate does not follow timers across packages", v.Name(), pathOf(v))
 		return i
@@ -331,17 +341,26 @@ func (m *migrator) varLabel(v *types.Var) string {
 		return v.Name()
 	}
 	if f := m.owner[v]; f != nil {
-		for r := range f.sig.Results().Variables() {
-			if r == v {
-				if v.Name() == "" || v.Name() == "_" {
-					return "the result of " + f.name
-				}
-				return "result " + v.Name() + " of " + f.name
+		if m.isResult(v) {
+			if v.Name() == "" || v.Name() == "_" {
+				return "the result of " + f.name
 			}
+			return "result " + v.Name() + " of " + f.name
 		}
 		return "parameter " + v.Name() + " of " + f.name
 	}
 	return v.Name()
+}
+
+func (m *migrator) isResult(v *types.Var) bool {
+	if f := m.owner[v]; f != nil {
+		for r := range f.sig.Results().Variables() {
+			if r == v {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exprSlot is the slot of an expression that makes a value: a conversion,
