@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/build"
 	"go/parser"
@@ -64,6 +65,13 @@ func run(pass *analysis.Pass) (any, error) {
 	if p := strings.TrimSuffix(pass.Pkg.Path(), "_test"); p == wheelPath || strings.HasPrefix(p, wheelPath+"/") {
 		return nil, nil
 	}
+	if why := testHazard(pass); why != "" {
+		pass.Report(analysis.Diagnostic{
+			Pos:     firstFile(pass).Name.Pos(),
+			Message: fmt.Sprintf("package %s not migrated: %s", pass.Pkg.Name(), why),
+		})
+		return nil, nil
+	}
 	// A package with test files of its own is analyzed twice, without them
 	// and with them. Only the second sees every use of the package's
 	// timers, so only the second rewrites: the first could change a field
@@ -90,24 +98,73 @@ func hasTestFiles(pass *analysis.Pass) bool {
 	return false
 }
 
-// dirHasOwnTests reports whether the package's directory holds test files
-// of the package itself (not of its external test package) that the build
-// would compile.
-func dirHasOwnTests(pass *analysis.Pass) bool {
+// firstFile is the package's file whose package clause carries a report
+// about the whole package: the same in every variant of the package, so
+// that the drivers print it once.
+func firstFile(pass *analysis.Pass) *ast.File {
+	var first *ast.File
+	var firstName string
+	for _, f := range pass.Files {
+		name := pass.Fset.File(f.Pos()).Name()
+		if first == nil || strings.HasSuffix(firstName, "_test.go") && !strings.HasSuffix(name, "_test.go") ||
+			strings.HasSuffix(firstName, "_test.go") == strings.HasSuffix(name, "_test.go") && name < firstName {
+			first, firstName = f, name
+		}
+	}
+	return first
+}
+
+// testFiles returns the test files in the package's directory that the
+// build would compile, its external test package's included.
+func testFiles(pass *analysis.Pass) []string {
 	dir := filepath.Dir(pass.Fset.File(pass.Files[0].Pos()).Name())
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return false
+		return nil
 	}
+	var names []string
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
+		if ok, err := build.Default.MatchFile(dir, name); err == nil && ok {
+			names = append(names, filepath.Join(dir, name))
+		}
+	}
+	return names
+}
+
+// testHazard says why the package's tests would break if its timers ran
+// on the default wheel, or "". In a testing/synctest bubble, time is the
+// bubble's: the default wheel's goroutines run outside it (or, started
+// inside, outlive it), and the runtime forbids them to send on its
+// channels. goleak reports the default wheel's goroutines, which live as
+// long as the program.
+func testHazard(pass *analysis.Pass) string {
+	for _, name := range testFiles(pass) {
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
 			continue
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.PackageClauseOnly)
+		for _, imp := range f.Imports {
+			switch imp.Path.Value {
+			case `"testing/synctest"`:
+				return fmt.Sprintf("%s runs tests in testing/synctest bubbles, which the default wheel's goroutines are outside of", filepath.Base(name))
+			case `"go.uber.org/goleak"`:
+				return fmt.Sprintf("%s checks for leaked goroutines with goleak, which would report the default wheel's", filepath.Base(name))
+			}
+		}
+	}
+	return ""
+}
+
+// dirHasOwnTests reports whether the package's directory holds test files
+// of the package itself (not of its external test package) that the build
+// would compile.
+func dirHasOwnTests(pass *analysis.Pass) bool {
+	for _, name := range testFiles(pass) {
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly)
 		if err == nil && f.Name.Name == pass.Pkg.Name() {
 			return true
 		}

@@ -19,5 +19,5 @@ func TestAnalyzer(t *testing.T) {
 	t.Parallel()
 	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), analyzer,
 		"idle", "debounce", "heartbeat", "retry", "scheduler",
-		"refuse", "timerutil", "generated", "aliased")
+		"refuse", "timerutil", "generated", "aliased", "bubbled", "leaky")
 }

@@ -46,7 +46,9 @@
 // A package whose own test files use its timers is rewritten from the
 // analysis that includes them (-test, the default): without them it is
 // left alone, since a test could give a field a timer the rewrite cannot
-// follow. The rewritten timers have the time package's semantics since Go
+// follow. A package whose tests (in its directory) use testing/synctest or
+// goleak is left alone whole: the default wheel's goroutines run outside a
+// synctest bubble, and live as long as the program. The rewritten timers have the time package's semantics since Go
 // 1.23, with the differences the README lists: a channel timer's C has a
 // buffer of one value, a timer nobody stops stays pending until it fires
 // (time.After's included), callbacks run on a pool of workers, and a
