@@ -788,6 +788,12 @@ func (m *migrator) flow(d dest, src ast.Expr, how string) {
 		m.union(d.slot, s)
 		return
 	}
+	if m.shapeOf(d.typ).kind == chain {
+		// A timer's type, but no place of the package's: a field or
+		// parameter of a generic type or function.
+		m.poison(s, src.Pos(), "%s %s, which a type parameter holds", how, m.typeString(d.typ))
+		return
+	}
 	m.poison(s, src.Pos(), "%s %s", how, m.typeString(d.typ))
 }
 
