@@ -86,37 +86,47 @@ func (m *migrator) components() []*component {
 	// Slots are made in an order that depends on map iteration: sort all
 	// that a message or an edit depends on by position.
 	for _, c := range list {
-		slices.SortStableFunc(c.labels, cmpLabel)
+		slices.SortStableFunc(c.labels, m.cmpLabel)
 		seen := make(map[string]bool)
 		c.labels = slices.DeleteFunc(c.labels, func(l labelAt) bool {
 			dup := seen[l.label]
 			seen[l.label] = true
 			return dup
 		})
-		slices.SortFunc(c.sources, func(a, b source) int { return int(a.call.Pos() - b.call.Pos()) })
-		slices.SortFunc(c.occs, func(a, b occurrence) int { return int(a.expr.Pos() - b.expr.Pos()) })
+		slices.SortFunc(c.sources, func(a, b source) int { return m.cmpPos(a.call.Pos(), b.call.Pos()) })
+		slices.SortFunc(c.occs, func(a, b occurrence) int { return m.cmpPos(a.expr.Pos(), b.expr.Pos()) })
 		c.occs = slices.CompactFunc(c.occs, func(a, b occurrence) bool { return a.expr == b.expr })
 		slices.SortStableFunc(c.poison, func(a, b reason) int {
-			if a.pos != b.pos {
-				return int(a.pos - b.pos)
+			if c := m.cmpPos(a.pos, b.pos); c != 0 {
+				return c
 			}
 			return strings.Compare(a.why, b.why)
 		})
-		slices.Sort(c.cReads)
-		slices.SortFunc(c.decls, func(a, b types.Object) int { return int(a.Pos() - b.Pos()) })
+		slices.SortFunc(c.cReads, m.cmpPos)
+		slices.SortFunc(c.decls, func(a, b types.Object) int { return m.cmpPos(a.Pos(), b.Pos()) })
 	}
-	slices.SortStableFunc(list, func(a, b *component) int { return int(a.anchor() - b.anchor()) })
+	slices.SortStableFunc(list, func(a, b *component) int { return m.cmpPos(a.anchor(), b.anchor()) })
 	return list
 }
 
-func cmpLabel(a, b labelAt) int {
+func (m *migrator) cmpLabel(a, b labelAt) int {
 	if a.rank != b.rank {
 		return a.rank - b.rank
 	}
-	if a.pos != b.pos {
-		return int(a.pos - b.pos)
+	if c := m.cmpPos(a.pos, b.pos); c != 0 {
+		return c
 	}
 	return strings.Compare(a.label, b.label)
+}
+
+// cmpPos orders positions by file name, then offset: the order of files
+// in the file set depends on the order the driver parsed them in.
+func (m *migrator) cmpPos(a, b token.Pos) int {
+	pa, pb := m.pass.Fset.Position(a), m.pass.Fset.Position(b)
+	if c := strings.Compare(pa.Filename, pb.Filename); c != 0 {
+		return c
+	}
+	return pa.Offset - pb.Offset
 }
 
 // An edit replaces an expression that names something of the time or
@@ -356,10 +366,10 @@ func (m *migrator) report() {
 			text = append(text, m.importEdits(fs)...)
 		}
 		slices.SortFunc(text, func(a, b analysis.TextEdit) int {
-			if a.Pos != b.Pos {
-				return int(a.Pos - b.Pos)
+			if c := m.cmpPos(a.Pos, b.Pos); c != 0 {
+				return c
 			}
-			return int(a.End - b.End)
+			return m.cmpPos(a.End, b.End)
 		})
 		text = slices.CompactFunc(text, func(a, b analysis.TextEdit) bool {
 			return a.Pos == b.Pos && a.End == b.End && string(a.NewText) == string(b.NewText)
@@ -374,8 +384,8 @@ func (m *migrator) report() {
 		})
 	}
 	slices.SortStableFunc(diags, func(a, b analysis.Diagnostic) int {
-		if a.Pos != b.Pos {
-			return int(a.Pos - b.Pos)
+		if c := m.cmpPos(a.Pos, b.Pos); c != 0 {
+			return c
 		}
 		return strings.Compare(a.Message, b.Message)
 	})
