@@ -43,10 +43,9 @@
 //   - is named in a file that build constraints leave out, or lies in a
 //     generated file, or where the name timingwheel means something else.
 //
-// A package whose own test files use its timers is rewritten from the
-// analysis that includes them (-test, the default): without them it is
-// left alone, since a test could give a field a timer the rewrite cannot
-// follow. A package whose tests (in its directory) use testing/synctest or
+// A package with test files of its own is rewritten only by the analysis
+// that includes them (-test, the default): without them it is left alone,
+// since a test could give a field a timer the rewrite cannot follow. A package whose tests (in its directory) use testing/synctest or
 // goleak is left alone whole: the default wheel's goroutines run outside a
 // synctest bubble, and live as long as the program. The rewritten timers have the time package's semantics since Go
 // 1.23, with the differences the README lists: a channel timer's C has a
