@@ -10,8 +10,6 @@ import (
 // executor, and the executor running them (on the benchmark's goroutine:
 // the manual harness). Arming them is not timed.
 func BenchmarkFire(b *testing.B) {
-	defer func(on bool) { debugChecks = on }(debugChecks)
-	debugChecks = false // TestMain's invariant checker, far too slow to time
 	fc := newFakeClock()
 	st := newManual(b, fc)
 	defer st.Stop()

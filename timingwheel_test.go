@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -26,7 +27,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	debugChecks = true
+	// The invariant checker walks every timer after each expiry: on for
+	// the tests, off when benchmarks run, which it would time (a storm of
+	// a million timers took minutes with it).
+	flag.Parse()
+	debugChecks = flag.Lookup("test.bench").Value.String() == ""
 	// The default SystemTimer, which the package-level functions make on
 	// first use, never stops in a program: stop it after the tests, so
 	// that goleak reports only the goroutines something else left.
