@@ -2,140 +2,396 @@ package executor
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
 
-// A Group is a pool per home (a SystemTimer's shard): a home submits to
-// its own pool, whose goroutines take its items, so the path of an item
-// takes no lock that other homes take. Each pool is a whole Pool, with
-// its own lock, queue, goroutines, watch and slots; what it does for
-// items that block is what the Pool does, within the pool, and the group
-// adds three things.
+// A Group is a pool per home (a SystemTimer's shard): a home submits to its
+// own pool, whose goroutines take its items under a lock that other homes'
+// items do not take. Work crosses pools only when a pool has more than its
+// goroutines take (see the package doc):
 //
-//   - Stealing. A goroutine that finds its pool's queue empty, before it
-//     waits, takes from the pool whose hint shows the most items that no
-//     goroutine of its own is coming for, half of them (at most
-//     stealMax), the oldest, into its own pool's queue, and runs them
-//     there: its pool's watch then looks after them. It holds both pools'
-//     locks for the move (taken in index order), so an item is always in
-//     one pool's queue or batch, where Close finds it.
-//   - Poking. A Submit that leaves items no goroutine of its pool is
-//     coming for wakes one waiting goroutine of another pool whose hint
-//     shows one, which then steals; a thief that leaves items behind pokes
-//     another. So a storm submitted by one home spreads over every pool's
-//     goroutines, one goroutine woken at a time, and a home whose own
-//     goroutines keep up touches no other pool.
-//   - The watch, for items it finds waiting with too few goroutines of its
-//     pool making progress, first pokes as many free goroutines of other
-//     pools as there are items (see replace); only the items left get the
-//     pool's own remedy, the goroutines missing or, when every goroutine
-//     of the pool is stuck, one per item. maxExtra bounds the group's
-//     goroutines beyond its Workers, not each pool's.
+//   - A goroutine that finds its pool's queue empty, before it waits, steals
+//     from the pool whose hint shows the most spare items (queued, and no
+//     goroutine of the pool coming for them) half of them, at most stealMax,
+//     into its own pool's queue. From an aged pool (see aged) it steals one.
+//   - A Submit, or a look of the watch, that leaves spare items hands one to
+//     each free goroutine of another pool, as long as some are left: one
+//     that waits for work, or that is on its way to its pool's queue beyond
+//     the items there.
+//   - A goroutine that takes a batch leaves a share of the queue to the
+//     free goroutines of other pools, as to those of its own pool on their
+//     way: else the items they are about to be given could wait behind the
+//     first of its batch, should it block.
 //
-// Two rules keep the single pool's bound, that an item waits behind items
-// that block for at most about the stall delay
-// (TestBlockedItemsAllStartWithinStall, group=true). A goroutine taking a batch
-// leaves a share of the queue to the free goroutines of other pools, and
-// pokes them, as it leaves one to those of its own pool that are coming:
-// else it would take every item in a batch behind the first, which may
-// block. And a thief steals one item, not half, from a pool whose
-// goroutines are all stuck or one of which has been in its item for half
-// the stall delay (aged): the items it finds have waited about as long,
-// and behind one of them that blocks, in the thief's batch, the others
-// would wait for the stall delay of the thief's goroutine, which starts
-// only now (TestGroupLateThiefTakesOne).
-//
-// With one goroutine per pool (the default on a machine of many cores),
-// one item that blocks makes its pool's goroutines all stuck: the items
-// still in that pool's queue when the watch looks, which the other pools
-// have not stolen (they were busy), then each get a goroutine, where a
-// single pool of as many goroutines started one. Those goroutines exit
-// once the queue is empty.
-//
-// A pool's hint (poolHint) is written by the pool with its lock held and
-// read by others without it: a stale hint costs a steal that finds
-// nothing, or a goroutine that waits while a sibling has spare items until
-// the next Submit pokes it; never an item, since every move is made with
-// both locks held and re-checks what the hint said.
+// Items move holding both pools' locks, so an item is always in one pool's
+// queue or batch, where Close finds it. A pool's hint is written with its
+// lock held and read by the others without it: a stale one costs a lock
+// taken for nothing, never an item, since every move checks under the
+// locks what the hint said. A goroutine that says it waits and then sees
+// spare items elsewhere steals them: a Submit publishes its spare items
+// before it reads who waits, so one of the two sees the other.
 type Group[T any] struct {
-	pools  []*Pool[T] // immutable
-	size   int        // Config.Workers: the pools' sizes add up to it
-	slots  int        // the pools' slots add up to it
-	closed bool       // Close was called; guarded by every pool's mu (lockAll)
+	pools   []*Pool[T] // immutable, as are the fields up to gs
+	size    int        // Config.Workers: the pools' sizes add up to it
+	slots   int        // the pools' slots add up to it
+	stall   time.Duration
+	every   time.Duration // how often the watch looks while work waits
+	epoch   time.Time     // the watch's times are time.Since(epoch)
+	onPanic func(any)
+	kick    chan struct{} // a pool started watching: the watch looks now
+	stop    chan struct{} // closed when the last pool closes
+	done    chan struct{} // closed when the watch has exited
+
+	gs     atomic.Int64 // goroutines that run items, in all pools
+	open   atomic.Int32 // pools not closed
+	closed bool         // Shut was called; guarded by every pool's mu
 }
 
 // stealMax is the most items a goroutine steals at once.
 const stealMax = 256
 
-// poolHint is what the pools of a group read of each other without a lock.
-// spare packs the items queued that no goroutine of the pool is coming for
-// (high 32 bits) and its free goroutines (low 32): those waiting for work,
-// and those on their way to the queue beyond its items, which will steal
-// when they find it empty; going packs its goroutines not stuck (high) and
-// all its goroutines that run items (low).
-type poolHint struct {
-	spare atomic.Uint64
-	going atomic.Uint64
-}
-
-func pack32(hi, lo int) uint64 {
-	return uint64(min(max(hi, 0), math.MaxInt32))<<32 | uint64(min(max(lo, 0), math.MaxInt32))
-}
-
-func unpack32(v uint64) (hi, lo int) { return int(v >> 32), int(uint32(v)) }
-
-// note publishes the pool's spare items and waiting goroutines. Called
-// with mu held, after they may have changed.
-func (p *Pool[T]) note() {
-	if p.group == nil {
-		return
-	}
-	v := pack32(p.queue.len()-p.coming, p.idle+max(p.coming-p.queue.len(), 0))
-	if p.closed {
-		v = 0 // nothing to steal, nobody free: a closed pool's coming never drops
-	}
-	if p.hint.spare.Load() != v {
-		p.hint.spare.Store(v)
-	}
-}
-
-// noteGoing publishes the pool's goroutines. Called with mu held, after
-// they changed.
-func (p *Pool[T]) noteGoing() {
-	if p.group != nil {
-		p.hint.going.Store(pack32(p.gs-p.stuck, p.gs))
-	}
-}
+// minEvery bounds how often the watch wakes, whatever the stall delay.
+const minEvery = 10 * time.Microsecond
 
 // NewGroup starts a group of pools, one per home, at most one per worker:
 // Workers and Slots are shared out among them, and home i submits to pool
-// i mod the number of pools (see Pool). A manual group has one pool.
+// i mod the number of pools. A manual group has one pool. It panics if
+// Workers or Stall is not positive, unless Manual is set.
 func NewGroup[T any](c Config[T], homes int) *Group[T] {
-	n := max(homes, 1)
-	if c.Manual {
-		n = 1
-	} else {
-		n = min(n, max(c.Workers, 1))
+	n := 1
+	if !c.Manual {
+		if c.Workers < 1 {
+			panic("executor: Config.Workers must be at least 1")
+		}
+		if c.Stall <= 0 {
+			panic("executor: Config.Stall must be positive")
+		}
+		n = min(max(homes, 1), c.Workers)
 	}
 	per := max(1, c.Slots/n)
-	g := &Group[T]{pools: make([]*Pool[T], n), size: c.Workers, slots: per * n}
+	g := &Group[T]{
+		pools: make([]*Pool[T], n), size: c.Workers, slots: per * n,
+		stall: c.Stall, every: max(c.Stall/4, minEvery), epoch: time.Now(),
+		onPanic: c.OnPanic,
+		kick:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if g.onPanic == nil {
+		g.onPanic = defaultOnPanic
+	}
+	g.open.Store(int32(n))
 	for i := range g.pools {
-		pc := c
-		pc.Workers = c.Workers / n
-		if i < c.Workers%n {
-			pc.Workers++
+		p := &Pool[T]{
+			g: g, index: i, slotBase: i * per, size: c.Workers / n,
+			run: c.Run, batchAt: c.Now, yield: c.Yield, touch: c.Touch, manual: c.Manual,
+			inSlot: make([]int, per),
 		}
-		pc.Slots = per
-		p := build(pc)
-		p.group, p.index, p.slotBase = g, i, i*per
+		if i < c.Workers%n {
+			p.size++
+		}
+		p.work.L, p.exited.L = &p.mu, &p.mu
 		g.pools[i] = p
 	}
+	if c.Manual {
+		close(g.done)
+		return g
+	}
+	go g.watch()
 	for _, p := range g.pools {
-		p.start(p.size)
+		p.mu.Lock()
+		for range p.size {
+			p.spawn()
+		}
+		p.mu.Unlock()
 	}
 	return g
+}
+
+func (g *Group[T]) now() time.Duration { return time.Since(g.epoch) }
+
+// watch looks at the pools that have work waiting, every quarter of the
+// stall delay and when a goroutine is due to reach it, until every pool is
+// closed.
+func (g *Group[T]) watch() {
+	defer close(g.done)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-g.kick:
+		case <-g.stop:
+			t.Stop()
+			return
+		}
+		next := time.Duration(math.MaxInt64)
+		for _, p := range g.pools {
+			if p.watched.Load() {
+				next = min(next, p.look())
+			}
+		}
+		if next < math.MaxInt64 {
+			t.Reset(max(next-g.now(), minEvery))
+		}
+	}
+}
+
+// look is the watch's look at p: it finds p's goroutines stuck in one
+// item, takes back their batches, and hands out what waits, to goroutines
+// of other pools that wait for work, or to goroutines it starts. It
+// returns when to look again, or MaxInt64 when no work waits. Called
+// without locks.
+func (p *Pool[T]) look() time.Duration {
+	g := p.g
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := g.now()
+	// A marker the watch sees for the first time was reached after the
+	// last look, or, when the watch starts, is all it knows.
+	since := p.lastLook
+	if p.fresh {
+		since = now
+	}
+	next := now + g.every
+	found := p.found[:0]
+	for _, w := range p.workers {
+		if !w.busy || w.stuck {
+			continue
+		}
+		if m := w.marker(); m != w.mark || p.fresh {
+			w.mark, w.markAt = m, since
+		}
+		in := now - w.markAt
+		w.aged = in >= g.stall/2
+		if in >= g.stall {
+			found = append(found, w)
+		} else {
+			next = min(next, w.markAt+g.stall)
+		}
+	}
+	p.lastLook, p.fresh = now, false
+	slices.SortFunc(found, bySeq)
+	back := p.scratch[:0]
+	for _, w := range found {
+		w.stuck = true
+		p.stuck++
+		back = w.takeBack(back)
+	}
+	p.queue.pushFront(back)
+	clear(back)
+	clear(found)
+	p.scratch, p.found = back[:0], found[:0]
+	if p.queue.len() == 0 && !slices.ContainsFunc(p.workers, func(w *worker[T]) bool {
+		return w.busy && w.next.Load() < w.end
+	}) {
+		p.watching = false // nothing waits
+		p.watched.Store(false)
+		p.note()
+		return math.MaxInt64
+	}
+	p.wake()
+	if p.queue.len() > p.coming && len(g.pools) > 1 {
+		p.note()
+		p.mu.Unlock()
+		p.give()
+		p.mu.Lock()
+	}
+	if items := p.queue.len() - p.coming; items > 0 && !p.closed {
+		for range spawns(p.gs-p.stuck, p.size, items, int(g.gs.Load())-g.size) {
+			p.spawn()
+		}
+	}
+	p.note()
+	return next
+}
+
+// maxExtra bounds the goroutines the watch starts one per item beyond
+// Workers in a group. A goroutine that only looks stuck, descheduled for
+// the stall delay by a GC cycle or by other goroutines, is replaced as one
+// that blocks is; the 10-minute soak saw thousands of goroutines started
+// for such ones, all waiting for the CPU beside them. So up to maxExtra
+// items that block at once start within the stall delay; past it, Workers
+// more per look, so that none waits for ever.
+const maxExtra = 256
+
+// spawns returns how many goroutines to start for items waiting that no
+// goroutine is coming for, when going goroutines are not stuck out of the
+// size the pool keeps, and the group runs extra beyond its Workers.
+func spawns(going, size, items, extra int) int {
+	switch {
+	case going == 0:
+		return max(min(items, maxExtra-extra), min(size, items))
+	case going < size:
+		return min(size-going, items)
+	}
+	return 0
+}
+
+// hint packs what the other pools read of a pool without its lock: its
+// spare items (queued, no goroutine of its own coming for them; high 32
+// bits) and its free goroutines (low 32; see free).
+func pack(spare, idle int) uint64 {
+	return uint64(min(max(spare, 0), math.MaxInt32))<<32 | uint64(min(max(idle, 0), math.MaxInt32))
+}
+
+func unpack(v uint64) (spare, idle int) { return int(v >> 32), int(uint32(v)) }
+
+// note publishes p's hint. Called with mu held, after what it packs may
+// have changed.
+func (p *Pool[T]) note() {
+	if len(p.g.pools) == 1 {
+		return
+	}
+	v := pack(p.queue.len()-p.coming, p.free())
+	if p.closed {
+		v = 0 // nothing to steal, nobody to give to
+	}
+	if p.hint.Load() != v {
+		p.hint.Store(v)
+	}
+}
+
+// free returns p's goroutines that wait for work, or are on their way to
+// its queue beyond the items there. Called with mu held.
+func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.len(), 0) }
+
+// freeElsewhere returns the free goroutines of pools other than p, as
+// their hints say.
+func (g *Group[T]) freeElsewhere(p *Pool[T]) (n int) {
+	for _, q := range g.pools {
+		if _, free := unpack(q.hint.Load()); q != p {
+			n += free
+		}
+	}
+	return n
+}
+
+// lockPair locks two pools in index order, the order every move takes.
+func lockPair[T any](a, b *Pool[T]) {
+	if a.index > b.index {
+		a, b = b, a
+	}
+	a.mu.Lock()
+	b.mu.Lock()
+}
+
+// windowHook, if set (tests), is called in the windows of the group's
+// protocol, with the window's name: "steal" by a thief between letting go
+// of its pool's lock and taking both pools' (no lock held), "give" by a
+// giver before it takes both pools' locks (none held), and "idle" by a
+// goroutine that found nothing to steal and has not said it waits yet
+// (its pool's lock held: the test must not take it).
+var windowHook func(window string)
+
+// give hands spare items of p, oldest first, one to each free goroutine of
+// another pool. Called without locks.
+func (p *Pool[T]) give() {
+	g := p.g
+	for i := 1; i < len(g.pools); i++ {
+		q := g.pools[(p.index+i)%len(g.pools)]
+		if _, free := unpack(q.hint.Load()); free == 0 {
+			continue
+		}
+		if windowHook != nil {
+			windowHook("give")
+		}
+		lockPair(p, q)
+		if k := min(p.queue.len()-p.coming, q.free()); k > 0 && !q.closed {
+			buf := p.queue.pop(p.scratch[:0], k)
+			q.queue.push(buf)
+			clear(buf)
+			p.scratch = buf[:0]
+			q.wake()
+			p.note()
+			q.note()
+		}
+		left := p.queue.len() > p.coming // none once p is closed
+		p.mu.Unlock()
+		q.mu.Unlock()
+		if !left {
+			return
+		}
+	}
+}
+
+// await readies a goroutine of p that found p's queue empty to wait for
+// work: in a group, it first steals. It returns false if the goroutine is
+// to look at the queue again. Called with mu held; it may let go of it
+// meanwhile.
+func (p *Pool[T]) await() bool {
+	if len(p.g.pools) == 1 {
+		p.idle++
+		return true
+	}
+	if p.steal() {
+		return false
+	}
+	if windowHook != nil {
+		windowHook("idle")
+	}
+	p.idle++
+	p.note()
+	for _, q := range p.g.pools {
+		if spare, _ := unpack(q.hint.Load()); spare > 0 && q != p {
+			p.idle-- // a Submit may have seen it busy: steal
+			p.note()
+			return false
+		}
+	}
+	return true
+}
+
+// steal moves spare items of the pool whose hint shows the most into p's
+// queue. It reports whether it let go of mu meanwhile. Called with mu held.
+func (p *Pool[T]) steal() bool {
+	var v *Pool[T]
+	best := 0
+	for i := 1; i < len(p.g.pools); i++ {
+		q := p.g.pools[(p.index+i)%len(p.g.pools)]
+		if spare, _ := unpack(q.hint.Load()); spare > best {
+			v, best = q, spare
+		}
+	}
+	if v == nil {
+		return false
+	}
+	p.mu.Unlock()
+	if windowHook != nil {
+		windowHook("steal")
+	}
+	lockPair(p, v)
+	defer v.mu.Unlock()
+	n := v.queue.len() - v.coming
+	if n <= 0 || p.closed || p.queue.len() > 0 { // none once v is closed
+		v.note()
+		return true
+	}
+	k := min((n+1)/2, stealMax)
+	if v.aged() {
+		k = 1
+	}
+	buf := v.queue.pop(p.scratch[:0], k)
+	p.queue.push(buf)
+	clear(buf)
+	p.scratch = buf[:0]
+	p.wake()
+	v.note()
+	p.note()
+	return true
+}
+
+// aged reports whether a goroutine of p is still in the item the watch saw
+// it in for half the stall delay, or more: p's items have waited about as
+// long behind it, and may block as its item does. A thief takes one of
+// them at a time, so that none waits behind another in its batch for the
+// stall delay of a goroutine that starts only now. Called with mu held.
+func (p *Pool[T]) aged() bool {
+	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool {
+		return w.busy && w.aged && w.marker() == w.mark
+	})
 }
 
 // Pool returns home i's pool.
@@ -144,173 +400,8 @@ func (g *Group[T]) Pool(i int) *Pool[T] { return g.pools[i%len(g.pools)] }
 // Pools returns how many pools the group has.
 func (g *Group[T]) Pools() int { return len(g.pools) }
 
-// Slots returns how many slots the group's pools have in all: Batch.Slot
-// is below it.
+// Slots returns how many slots the pools have in all: Batch.Slot is below.
 func (g *Group[T]) Slots() int { return g.slots }
-
-// others returns the free goroutines, and all the goroutines that run
-// items, of the pools other than p, as their hints say.
-func (g *Group[T]) others(p *Pool[T]) (free, gs int) {
-	for _, q := range g.pools {
-		if q != p {
-			_, f := unpack32(q.hint.spare.Load())
-			_, n := unpack32(q.hint.going.Load())
-			free += f
-			gs += n
-		}
-	}
-	return free, gs
-}
-
-// poke wakes one goroutine, of a pool other than from, that waits for
-// work, so that it steals from from; or counts on one of that pool's
-// goroutines already on their way beyond its items, which will find its
-// queue empty and steal. Each goroutine it wakes or counts on is counted
-// in the pool's poked until a goroutine of the pool arrives: the pool's
-// own Submits do not count it as coming for their items (else a Submit
-// could take the goroutine a poke relied on, and wake nobody), and
-// another poke does not count on it twice. Called without locks.
-func (g *Group[T]) poke(from *Pool[T]) {
-	n := len(g.pools)
-	for i := 1; i < n; i++ {
-		q := g.pools[(from.index+i)%n]
-		if _, free := unpack32(q.hint.spare.Load()); free == 0 {
-			continue
-		}
-		q.mu.Lock()
-		// A goroutine on its way beyond q's items counts once: another
-		// poke relying on it already, it is not free for this one.
-		ok := !q.closed && (q.idle > 0 || q.coming-q.poked > q.queue.len())
-		if ok {
-			if q.coming-q.poked <= q.queue.len() {
-				q.idle--
-				q.coming++
-				q.work.Signal()
-			}
-			q.poked++
-			q.note()
-		}
-		// Else a goroutine of q on its way finds q's queue empty, and
-		// steals.
-		q.mu.Unlock()
-		if ok {
-			return
-		}
-	}
-}
-
-// spareElsewhere reports whether a pool other than p has spare items, as
-// its hint says. A goroutine of p that publishes that it waits and then
-// finds none here is poked by the next Submit that leaves spare items:
-// the Submit publishes them and then reads the waiting goroutines, and
-// atomics are sequentially consistent, so one of the two sees the other.
-func (g *Group[T]) spareElsewhere(p *Pool[T]) bool {
-	for _, q := range g.pools {
-		if q != p {
-			if spare, _ := unpack32(q.hint.spare.Load()); spare > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// aged reports whether every goroutine of p that runs items is stuck, or
-// one has been in one item for half the stall delay as far as p's watch
-// knows: the item the watch last saw it in, which it has not left since.
-// (The watch's estimate of when a goroutine started its item is early by
-// up to a quarter of the stall delay, and ages until the next look: a
-// goroutine running short items one after another would look aged for
-// part of every look's span, and its pool's items would be stolen one at
-// a time, a lock round trip each, in a storm.) Called with mu held.
-func (p *Pool[T]) aged() bool {
-	if p.gs == p.stuck {
-		return true
-	}
-	if !p.watching {
-		return false
-	}
-	now := p.now()
-	for _, w := range p.watched {
-		if w.busy && w.marker() == w.mark && now-w.markAt >= p.stall/2 {
-			return true
-		}
-	}
-	return false
-}
-
-// windowHook, if set (tests), is called in the windows of the group's
-// protocol, with the window's name and the pool's lock as the window
-// holds it: "steal" by a thief between giving up its own pool's lock and
-// taking both pools' (not held), "idle" by a goroutine that found nothing
-// to steal and has not yet said it waits (held, so the test must not
-// take it).
-var windowHook func(window string)
-
-// steal moves spare items of another pool into p's queue, for a goroutine
-// of p that found p's queue empty. It returns true if p's queue is not
-// empty or p is closed when it returns: the caller looks again before it
-// waits. Called with mu held, and returns with it held; it may give it up
-// meanwhile.
-func (p *Pool[T]) steal() bool {
-	g := p.group
-	var v *Pool[T]
-	best := 0
-	for i := 1; i < len(g.pools); i++ {
-		q := g.pools[(p.index+i)%len(g.pools)]
-		if spare, _ := unpack32(q.hint.spare.Load()); spare > best {
-			v, best = q, spare
-		}
-	}
-	if v == nil {
-		return false
-	}
-	// Both locks, in index order.
-	if v.index < p.index {
-		p.mu.Unlock()
-		if windowHook != nil {
-			windowHook("steal")
-		}
-		v.mu.Lock()
-		p.mu.Lock()
-	} else {
-		v.mu.Lock()
-	}
-	if p.closed || p.queue.len() > 0 {
-		v.mu.Unlock()
-		return true
-	}
-	n := v.queue.len() - v.coming
-	if n <= 0 || v.closed {
-		v.note()
-		v.mu.Unlock()
-		return false
-	}
-	k := min((n+1)/2, stealMax)
-	if v.aged() {
-		// v's items have waited behind goroutines stuck, or on the way
-		// to it, and any may block as theirs did: one at a time, so
-		// that none waits behind another in a batch, for the stall
-		// delay of a goroutine that starts it only now.
-		k = 1
-	}
-	buf := v.queue.pop(p.stolen[:0], k)
-	left := n - k
-	v.note()
-	v.mu.Unlock()
-	p.queue.push(buf)
-	clear(buf)
-	p.stolen = buf[:0]
-	p.wake()
-	p.note()
-	if left > 0 {
-		// Others may share the rest: poke one, without p's lock.
-		p.mu.Unlock()
-		g.poke(v)
-		p.mu.Lock()
-	}
-	return true
-}
 
 // RunQueued runs the queued items of a manual group (see Pool.RunQueued).
 func (g *Group[T]) RunQueued() { g.pools[0].RunQueued() }
@@ -327,8 +418,6 @@ func (g *Group[T]) Panics() uint64 {
 	return n
 }
 
-// lockAll takes every pool's lock, in index order (as a thief does), so
-// that no item moves meanwhile.
 func (g *Group[T]) lockAll() {
 	for _, p := range g.pools {
 		p.mu.Lock()
@@ -357,28 +446,17 @@ func (g *Group[T]) Load() (backlog, goroutines int) {
 func (g *Group[T]) Idle() bool {
 	g.lockAll()
 	defer g.unlockAll()
-	for _, p := range g.pools {
-		if !p.idleLocked() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(g.pools, func(p *Pool[T]) bool { return !p.idleLocked() })
 }
 
 // OnWorker reports whether the calling goroutine is one of the group's.
 func (g *Group[T]) OnWorker() bool {
-	for _, p := range g.pools {
-		if p.OnWorker() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.pools, (*Pool[T]).OnWorker)
 }
 
-// Close is Shut, then Wait: it closes every pool and waits for their
-// goroutines, and returns the items that never started. Later calls
-// return nil at once, without waiting, as Pool.Close's do: two items of
-// two pools that both close the group do not wait for each other.
+// Close is Shut, then Wait. Later calls return nil at once, without
+// waiting, as Pool.Close's do: two items of two pools that both close the
+// group do not wait for each other.
 func (g *Group[T]) Close() []T {
 	left, first := g.shut()
 	if first {
@@ -388,17 +466,15 @@ func (g *Group[T]) Close() []T {
 }
 
 // Shut closes every pool at once, holding every pool's lock, so that no
-// item moves meanwhile and no pool runs on while another is closed: no
-// item starts after it returns. It returns the items that never started,
-// each pool's oldest first, pool after pool, and does not wait for the
-// items running (see Wait): the caller may first have to end what they
-// wait for, among the items it got back. Later calls return nil.
+// item moves meanwhile: no item starts after it returns. It returns the
+// items that never started, each pool's oldest first, and does not wait
+// for the items running (see Wait): the caller may first have to end what
+// they wait for. Later calls return nil.
 func (g *Group[T]) Shut() []T {
 	left, _ := g.shut()
 	return left
 }
 
-// shut is Shut, and reports whether this call closed the group.
 func (g *Group[T]) shut() (left []T, first bool) {
 	g.lockAll()
 	defer g.unlockAll()
@@ -414,7 +490,7 @@ func (g *Group[T]) shut() (left []T, first bool) {
 	return left, true
 }
 
-// Wait waits, after Shut, until every goroutine of every pool has exited,
+// Wait waits, after Shut, until every goroutine of the group has exited,
 // but the caller's own when called from an item.
 func (g *Group[T]) Wait() {
 	me := goid.Get()
@@ -423,4 +499,5 @@ func (g *Group[T]) Wait() {
 		p.waitLocked(me)
 		p.mu.Unlock()
 	}
+	<-g.done
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -216,10 +217,11 @@ func TestGroupCloseHandsBackEverything(t *testing.T) {
 	}
 }
 
-// TestGroupStealWindowClose parks a thief between giving up its own lock
-// and taking both pools' (the window of a steal from a pool of lower
-// index), closes the group meanwhile, and checks that the items it was
-// about to steal are handed back by Close and none is run or lost.
+// TestGroupStealWindowClose parks a thief between letting go of its own
+// lock and taking both pools', closes the group meanwhile, and checks that
+// the items it was about to steal are handed back by Close and none is run
+// or lost. Pool 1's goroutine is given item 1 by the Submit, runs it, and
+// then comes to steal the others.
 func TestGroupStealWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parked, resume := parkIn(t, "steal")
@@ -227,7 +229,7 @@ func TestGroupStealWindowClose(t *testing.T) {
 		synctest.Wait()
 		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
-		g.Pool(0).Submit(1, 2, 3, 4) // pool 1's goroutine comes to steal
+		g.Pool(0).Submit(1, 2, 3, 4)
 		<-parked
 		closed := make(chan []int)
 		go func() { closed <- g.Close() }()
@@ -237,8 +239,8 @@ func TestGroupStealWindowClose(t *testing.T) {
 		close(resume)
 		left := <-closed
 		slices.Sort(left)
-		assert.Equal(t, []int{1, 2, 3, 4}, left)
-		assert.Zero(t, ran.Load())
+		assert.Equal(t, []int{2, 3, 4}, left)
+		assert.Equal(t, int32(1), ran.Load(), "items run: the one given to pool 1")
 		assert.Zero(t, poolGoroutines())
 	})
 }
@@ -268,9 +270,56 @@ func TestGroupStealWindowIntoClosed(t *testing.T) {
 		close(release)
 		left := <-got0
 		slices.Sort(left)
-		assert.Equal(t, []int{1, 2, 3, 4}, left, "items handed back by the pool they never left")
+		assert.Equal(t, []int{2, 3, 4}, left, "items handed back by the pool they never left")
 		assert.Zero(t, poolGoroutines())
 	})
+}
+
+// TestGroupGiveWindowIntoClosed parks a Submit that found a goroutine of
+// pool 1 waiting for work before it takes both pools' locks to give it an
+// item, and closes pool 1 meanwhile: the item must stay in pool 0, which
+// hands it back, and not go to the closed pool, where nothing would run it
+// or hand it back. Then the same with the whole group closed meanwhile.
+func TestGroupGiveWindowIntoClosed(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, release, ran := blockingPair()
+				synctest.Wait()
+				g.Pool(0).Submit(0) // pool 0's goroutine blocks
+				synctest.Wait()
+				parked, resume := parkIn(t, "give")
+				submitted := make(chan bool)
+				go func() { submitted <- g.Pool(0).Submit(1) }()
+				<-parked
+				var left []int
+				if whole {
+					left = g.Shut()
+				} else {
+					assert.Empty(t, g.pools[1].Close())
+				}
+				close(resume)
+				assert.True(t, <-submitted)
+				done := make(chan []int)
+				go func() {
+					if whole {
+						g.Wait()
+						done <- nil
+					} else {
+						done <- g.pools[0].Close()
+					}
+				}()
+				synctest.Wait() // waits for pool 0's blocked item
+				close(release)
+				if l := <-done; !whole {
+					left = l
+				}
+				assert.Equal(t, []int{1}, left, "the item, handed back by the pool it never left")
+				assert.Zero(t, ran.Load())
+				assert.Zero(t, poolGoroutines())
+			})
+		})
+	}
 }
 
 // TestGroupIdleWindowSubmit parks a goroutine of pool 1 after it found
@@ -333,12 +382,12 @@ func TestGroupLateThiefTakesOne(t *testing.T) {
 }
 
 // TestGroupTakeLeavesAShare: a goroutine taking a batch leaves a share of
-// the queue to a free goroutine of another pool that is on its way (poked
-// by the Submit), as it would to one of its own pool: it must not take
-// both items, the first of which blocks. The other pool's goroutine is
-// held in the steal window until the first item has started, so that the
-// taker always comes first. The stall delay is an hour: nothing else
-// would start the second item.
+// the queue to a goroutine of another pool that waits for work and is
+// about to be given items by the Submit, as it would to one of its own
+// pool on its way: it must not take both items, the first of which
+// blocks. The Submit is held in the give window until the first item has
+// started, so that the taker always comes first. The stall delay is an
+// hour: nothing else would start the second item.
 func TestGroupTakeLeavesAShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan int, 2)
@@ -350,21 +399,15 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 		defer g.Close()
 		defer close(release)
 		synctest.Wait() // both goroutines wait for work
-		first := make(chan struct{})
-		var once sync.Once
-		windowHook = func(w string) {
-			if w == "steal" {
-				once.Do(func() { <-first })
-			}
-		}
-		defer func() { windowHook = nil }()
-		g.Pool(0).Submit(0, 1)
-		assert.Equal(t, 0, <-started)
-		close(first)
+		parked, resume := parkIn(t, "give")
+		go g.Pool(0).Submit(0, 1)
+		<-parked
+		first := <-started
+		close(resume)
 		synctest.Wait()
 		select {
 		case v := <-started:
-			assert.Equal(t, 1, v)
+			assert.Equal(t, 1-first, v)
 		default:
 			t.Error("the second item did not start: the first goroutine took both")
 		}
