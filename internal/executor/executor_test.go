@@ -490,7 +490,7 @@ func TestCloseReturnsUnstartedAndWaits(t *testing.T) {
 
 func TestCloseFromInsideCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var p *Pool[int]
+		var p *Group[int]
 		got := make(chan []int, 1)
 		var ran atomic.Int32
 		p = New(Config[int]{Workers: 2, Stall: time.Millisecond, Run: func(v int, _ *Batch) {
@@ -509,7 +509,7 @@ func TestCloseFromInsideCallback(t *testing.T) {
 
 func TestManualRunQueued(t *testing.T) {
 	var got []int
-	var p *Pool[int]
+	var p *Group[int]
 	p = New(Config[int]{Manual: true, Run: func(v int, _ *Batch) {
 		got = append(got, v)
 		if v < 3 {
@@ -524,25 +524,38 @@ func TestManualRunQueued(t *testing.T) {
 	assert.Equal(t, []int{4}, p.Close())
 }
 
-func TestRingWrapsAndGrows(t *testing.T) {
-	var r ring[int]
-	next, want := 0, 0
-	for round := range 50 {
-		for range round * 7 % 97 {
-			r.push([]int{next})
-			next++
+// TestQueue checks the queue against a slice, over pushes, pushes to the
+// front and pops of many sizes, so that it reuses and grows its array.
+func TestQueue(t *testing.T) {
+	var q queue[int]
+	var ref []int
+	next := 0
+	for round := range 300 {
+		switch round % 3 {
+		case 0, 1:
+			items := ints(round * 7 % 41)
+			for i := range items {
+				items[i] = next
+				next++
+			}
+			if round%5 == 0 {
+				q.pushFront(items)
+				ref = append(slices.Clone(items), ref...)
+			} else {
+				q.push(items)
+				ref = append(ref, items...)
+			}
+		case 2:
+			n := round * 5 % 61
+			got := q.pop(nil, n)
+			n = min(n, len(ref))
+			require.True(t, slices.Equal(ref[:n], got), "round %d", round)
+			ref = ref[n:]
 		}
-		for range min(r.len(), round*5%61) {
-			require.Equal(t, want, r.popOne())
-			want++
-		}
+		require.Equal(t, len(ref), q.len())
 	}
-	for _, v := range r.drain() {
-		require.Equal(t, want, v)
-		want++
-	}
-	assert.Equal(t, next, want)
-	assert.Equal(t, 0, r.len())
+	assert.Equal(t, ref, q.pop(nil, q.len()))
+	assert.Equal(t, 0, q.len())
 }
 
 func TestNewPanicsOnMisuse(t *testing.T) {

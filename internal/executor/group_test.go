@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -245,81 +244,29 @@ func TestGroupStealWindowClose(t *testing.T) {
 	})
 }
 
-// TestGroupStealWindowIntoClosed parks a thief of pool 1 in the window
-// while pool 1 is closed but pool 0 is not yet: the thief must not move
-// pool 0's items into the closed pool, where nothing would run them or
-// hand them back.
-func TestGroupStealWindowIntoClosed(t *testing.T) {
+// TestGroupGiveWindowClose parks a Submit that found a free goroutine of
+// pool 1 before it takes both pools' locks to give it an item, and closes
+// the group meanwhile: the item must come back from Close, and not go to
+// pool 1, where nothing would run it or hand it back.
+func TestGroupGiveWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parked, resume := parkIn(t, "steal")
-		g, release, _ := blockingPair()
+		g, release, ran := blockingPair()
 		synctest.Wait()
-		g.Pool(0).Submit(0)
+		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
-		g.Pool(0).Submit(1, 2, 3, 4)
+		parked, resume := parkIn(t, "give")
+		submitted := make(chan bool)
+		go func() { submitted <- g.Pool(0).Submit(1) }()
 		<-parked
-		// Close pool 1 alone, as Close does before or after pool 0.
-		got1 := make(chan []int)
-		go func() { got1 <- g.pools[1].Close() }()
-		synctest.Wait() // pool 1's Close waits for its thief
+		left := g.Shut()
 		close(resume)
-		assert.Empty(t, <-got1)
-		got0 := make(chan []int)
-		go func() { got0 <- g.pools[0].Close() }()
-		synctest.Wait() // pool 0's Close has taken its queue, and waits for item 0
+		assert.True(t, <-submitted)
 		close(release)
-		left := <-got0
-		slices.Sort(left)
-		assert.Equal(t, []int{2, 3, 4}, left, "items handed back by the pool they never left")
+		g.Wait()
+		assert.Equal(t, []int{1}, left, "the item, handed back by the pool it never left")
+		assert.Zero(t, ran.Load())
 		assert.Zero(t, poolGoroutines())
 	})
-}
-
-// TestGroupGiveWindowIntoClosed parks a Submit that found a goroutine of
-// pool 1 waiting for work before it takes both pools' locks to give it an
-// item, and closes pool 1 meanwhile: the item must stay in pool 0, which
-// hands it back, and not go to the closed pool, where nothing would run it
-// or hand it back. Then the same with the whole group closed meanwhile.
-func TestGroupGiveWindowIntoClosed(t *testing.T) {
-	for _, whole := range []bool{false, true} {
-		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g, release, ran := blockingPair()
-				synctest.Wait()
-				g.Pool(0).Submit(0) // pool 0's goroutine blocks
-				synctest.Wait()
-				parked, resume := parkIn(t, "give")
-				submitted := make(chan bool)
-				go func() { submitted <- g.Pool(0).Submit(1) }()
-				<-parked
-				var left []int
-				if whole {
-					left = g.Shut()
-				} else {
-					assert.Empty(t, g.pools[1].Close())
-				}
-				close(resume)
-				assert.True(t, <-submitted)
-				done := make(chan []int)
-				go func() {
-					if whole {
-						g.Wait()
-						done <- nil
-					} else {
-						done <- g.pools[0].Close()
-					}
-				}()
-				synctest.Wait() // waits for pool 0's blocked item
-				close(release)
-				if l := <-done; !whole {
-					left = l
-				}
-				assert.Equal(t, []int{1}, left, "the item, handed back by the pool it never left")
-				assert.Zero(t, ran.Load())
-				assert.Zero(t, poolGoroutines())
-			})
-		})
-	}
 }
 
 // TestGroupIdleWindowSubmit parks a goroutine of pool 1 after it found
