@@ -98,6 +98,26 @@ func TestGroupStealsFromABusyPool(t *testing.T) {
 	})
 }
 
+// TestGroupSubmitGivesToAFreeGoroutine: each Submit to a pool whose one
+// goroutine blocks gives its item to the free goroutine of the other pool
+// at once, also while the watch already looks at the pool (its next look
+// is a quarter of the stall delay, an hour, away).
+func TestGroupSubmitGivesToAFreeGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, release, ran := blockingPair()
+		defer g.Close()
+		defer close(release)
+		synctest.Wait()     // both goroutines wait for work
+		g.Pool(0).Submit(0) // blocks pool 0's goroutine
+		synctest.Wait()
+		for i := int32(1); i <= 3; i++ {
+			g.Pool(0).Submit(int(i))
+			synctest.Wait()
+			assert.Equal(t, i, ran.Load(), "items run by pool 1's goroutine")
+		}
+	})
+}
+
 // TestGroupStealsWhenFree: a goroutine busy when the items were submitted
 // steals them once it is free, without another Submit to poke it.
 func TestGroupStealsWhenFree(t *testing.T) {
