@@ -14,10 +14,10 @@
 //     delay, start no goroutine: they run late, in order.
 //   - Items submitted to one pool also run on the free goroutines of the
 //     other pools.
-//   - An item that panics goes to Config.OnPanic; one that calls
-//     runtime.Goexit is carried on from by a new goroutine.
+//   - A value an item panics with goes to Config.OnPanic, and its goroutine
+//     goes on; after runtime.Goexit in an item, a new goroutine goes on.
 //   - Shut returns every item that never started; Wait then waits for
-//     every goroutine but the caller's own, which may be an item.
+//     every goroutine but the caller's own, which may run an item.
 //
 // How. A goroutine takes a batch, its share of the pool's queue among the
 // goroutines coming to it and the free ones of other pools (at most
@@ -25,7 +25,9 @@
 // what it has not started can be taken back with one compare-and-swap.
 // A Submit that leaves items no goroutine of the pool is coming for gives
 // one to each free goroutine of other pools; a goroutine that finds its
-// queue empty steals half of such items from the pool that has the most.
+// queue empty steals half of such items from the pool that has the most
+// (one, if a goroutine there has been in one item for half the stall
+// delay: they may block as its item does).
 // Items move holding both pools' locks, so Close always finds them.
 //
 // The claim index only grows: it is the goroutine's progress marker. While
@@ -38,5 +40,6 @@
 // have its share of Workers not stuck, or, when all of the pool's are
 // stuck, one per item, as time.AfterFunc starts one per callback (up to
 // maxExtra). A goroutine that finds no work exits while the pool has more
-// than its share not stuck.
+// than its share not stuck. A goroutine descheduled for the stall delay
+// inside an item looks stuck too: that costs goroutines, not items.
 package executor

@@ -149,9 +149,11 @@ func TestGroupStealsWhenFree(t *testing.T) {
 }
 
 // TestGroupOneStuckStartsOne: one item that blocks in a pool of one
-// goroutine, while the other pools' goroutines make progress, costs one
-// goroutine, as one stuck worker of a single pool does: not a goroutine
-// per waiting item, since the other pools take the waiting items.
+// goroutine, while the other pools' goroutines make progress, leaves one
+// goroutine beyond Workers once the work is done, as one stuck worker of
+// a single pool does. (Meanwhile the items still queued on that pool when
+// its goroutine is found stuck get a goroutine each, since all of the
+// pool's goroutines are stuck; they exit once the queue is empty.)
 func TestGroupOneStuckStartsOne(t *testing.T) {
 	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
