@@ -25,7 +25,7 @@ func poolGoroutines() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for i, g := range strings.Split(string(buf), "\n\n") {
-		if i > 0 && strings.Contains(g, "executor.(*Pool") {
+		if i > 0 && (strings.Contains(g, "executor.(*Pool") || strings.Contains(g, "executor.(*Group")) {
 			n++
 		}
 	}
@@ -490,7 +490,7 @@ func TestCloseReturnsUnstartedAndWaits(t *testing.T) {
 
 func TestCloseFromInsideCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var p *Pool[int]
+		var p *Group[int]
 		got := make(chan []int, 1)
 		var ran atomic.Int32
 		p = New(Config[int]{Workers: 2, Stall: time.Millisecond, Run: func(v int, _ *Batch) {
@@ -509,7 +509,7 @@ func TestCloseFromInsideCallback(t *testing.T) {
 
 func TestManualRunQueued(t *testing.T) {
 	var got []int
-	var p *Pool[int]
+	var p *Group[int]
 	p = New(Config[int]{Manual: true, Run: func(v int, _ *Batch) {
 		got = append(got, v)
 		if v < 3 {
@@ -524,25 +524,38 @@ func TestManualRunQueued(t *testing.T) {
 	assert.Equal(t, []int{4}, p.Close())
 }
 
-func TestRingWrapsAndGrows(t *testing.T) {
-	var r ring[int]
-	next, want := 0, 0
-	for round := range 50 {
-		for range round * 7 % 97 {
-			r.push([]int{next})
-			next++
+// TestQueue checks the queue against a slice, over pushes, pushes to the
+// front and pops of many sizes, so that it reuses and grows its array.
+func TestQueue(t *testing.T) {
+	var q queue[int]
+	var ref []int
+	next := 0
+	for round := range 300 {
+		switch round % 3 {
+		case 0, 1:
+			items := ints(round * 7 % 41)
+			for i := range items {
+				items[i] = next
+				next++
+			}
+			if round%5 == 0 {
+				q.pushFront(items)
+				ref = append(slices.Clone(items), ref...)
+			} else {
+				q.push(items)
+				ref = append(ref, items...)
+			}
+		case 2:
+			n := round * 5 % 61
+			got := q.pop(nil, n)
+			n = min(n, len(ref))
+			require.True(t, slices.Equal(ref[:n], got), "round %d", round)
+			ref = ref[n:]
 		}
-		for range min(r.len(), round*5%61) {
-			require.Equal(t, want, r.popOne())
-			want++
-		}
+		require.Equal(t, len(ref), q.len())
 	}
-	for _, v := range r.drain() {
-		require.Equal(t, want, v)
-		want++
-	}
-	assert.Equal(t, next, want)
-	assert.Equal(t, 0, r.len())
+	assert.Equal(t, ref, q.pop(nil, q.len()))
+	assert.Equal(t, 0, q.len())
 }
 
 func TestNewPanicsOnMisuse(t *testing.T) {
@@ -554,42 +567,23 @@ func TestNewPanicsOnMisuse(t *testing.T) {
 	})
 }
 
-// TestSpawnsWhenStarved: with every goroutine stuck, a goroutine per
-// waiting item, unless goroutines already woken or started have not come
-// for work for half the stall delay (the CPU is what they wait for): then
-// only Workers more. The soak saw 12,000 goroutines started for items
-// whose goroutines were only descheduled.
-func TestSpawnsWhenStarved(t *testing.T) {
-	for _, c := range []struct {
-		going, size, items int
-		starved            bool
-		extra              int
-		want               int
-	}{
-		{0, 8, 200, false, 0, 200},
-		{0, 8, 200, true, 0, 8},
-		{0, 8, 3, true, 0, 3},
-		{3, 8, 200, false, 0, 5},
-		{3, 8, 200, true, 0, 5},
-		{8, 8, 200, false, 0, 0},
-		{0, 8, 5000, false, 0, maxExtra},         // bounded
-		{0, 8, 5000, false, maxExtra - 10, 10},   // what is left
-		{0, 8, 5000, false, maxExtra + 3, 8},     // none left: Workers more
-		{0, 2, 5000, false, maxExtra + 3 - 2, 2}, // ... never none
+// TestSpawns: with every goroutine of a pool stuck, a goroutine per waiting
+// item, up to maxExtra beyond the group's Workers, then Workers more; with
+// some stuck, as many as are missing.
+func TestSpawns(t *testing.T) {
+	for _, c := range []struct{ going, size, items, extra, want int }{
+		{0, 8, 200, 0, 200},
+		{0, 8, 3, 0, 3},
+		{3, 8, 200, 0, 5},
+		{3, 8, 2, 0, 2},
+		{8, 8, 200, 0, 0},
+		{0, 8, 5000, 0, maxExtra},         // bounded
+		{0, 8, 5000, maxExtra - 10, 10},   // what is left
+		{0, 8, 5000, maxExtra + 3, 8},     // none left: Workers more
+		{0, 2, 5000, maxExtra + 3 - 2, 2}, // ... never none
 	} {
-		if got := spawns(c.going, c.size, c.items, c.starved, c.extra); got != c.want {
-			t.Errorf("spawns(going=%d, size=%d, items=%d, starved=%v, extra=%d) = %d, want %d", c.going, c.size, c.items, c.starved, c.extra, got, c.want)
+		if got := spawns(c.going, c.size, c.items, c.extra); got != c.want {
+			t.Errorf("spawns(going=%d, size=%d, items=%d, extra=%d) = %d, want %d", c.going, c.size, c.items, c.extra, got, c.want)
 		}
-	}
-	p := &Pool[int]{stall: time.Millisecond}
-	if p.starved(time.Second) {
-		t.Error("starved with no goroutine coming")
-	}
-	p.coming, p.arrivalAt = 2, time.Second
-	if p.starved(time.Second + 400*time.Microsecond) {
-		t.Error("starved before half the stall delay")
-	}
-	if !p.starved(time.Second + 500*time.Microsecond) {
-		t.Error("not starved after half the stall delay without an arrival")
 	}
 }

@@ -104,7 +104,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		q.mu.Lock()
 		gs, idle, coming, queued := q.gs, q.idle, q.coming, q.queue.len()
 		q.mu.Unlock()
-		_, free := unpack32(q.hint.spare.Load())
+		_, free := q.hinted()
 		t.Logf("pool 1: gs=%d idle=%d coming=%d queued=%d; hint free=%d", gs, idle, coming, queued, free)
 		g.Pool(0).Submit(9)
 		time.Sleep(100 * stall)

@@ -98,6 +98,26 @@ func TestGroupStealsFromABusyPool(t *testing.T) {
 	})
 }
 
+// TestGroupSubmitGivesToAFreeGoroutine: each Submit to a pool whose one
+// goroutine blocks gives its item to the free goroutine of the other pool
+// at once, also while the watch already looks at the pool (its next look
+// is a quarter of the stall delay, an hour, away).
+func TestGroupSubmitGivesToAFreeGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, release, ran := blockingPair()
+		defer g.Close()
+		defer close(release)
+		synctest.Wait()     // both goroutines wait for work
+		g.Pool(0).Submit(0) // blocks pool 0's goroutine
+		synctest.Wait()
+		for i := int32(1); i <= 3; i++ {
+			g.Pool(0).Submit(int(i))
+			synctest.Wait()
+			assert.Equal(t, i, ran.Load(), "items run by pool 1's goroutine")
+		}
+	})
+}
+
 // TestGroupStealsWhenFree: a goroutine busy when the items were submitted
 // steals them once it is free, without another Submit to poke it.
 func TestGroupStealsWhenFree(t *testing.T) {
@@ -129,9 +149,11 @@ func TestGroupStealsWhenFree(t *testing.T) {
 }
 
 // TestGroupOneStuckStartsOne: one item that blocks in a pool of one
-// goroutine, while the other pools' goroutines make progress, costs one
-// goroutine, as one stuck worker of a single pool does: not a goroutine
-// per waiting item, since the other pools take the waiting items.
+// goroutine, while the other pools' goroutines make progress, leaves one
+// goroutine beyond Workers once the work is done, as one stuck worker of
+// a single pool does. (Meanwhile the items still queued on that pool when
+// its goroutine is found stuck get a goroutine each, since all of the
+// pool's goroutines are stuck; they exit once the queue is empty.)
 func TestGroupOneStuckStartsOne(t *testing.T) {
 	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
@@ -216,10 +238,11 @@ func TestGroupCloseHandsBackEverything(t *testing.T) {
 	}
 }
 
-// TestGroupStealWindowClose parks a thief between giving up its own lock
-// and taking both pools' (the window of a steal from a pool of lower
-// index), closes the group meanwhile, and checks that the items it was
-// about to steal are handed back by Close and none is run or lost.
+// TestGroupStealWindowClose parks a thief between letting go of its own
+// lock and taking both pools', closes the group meanwhile, and checks that
+// the items it was about to steal are handed back by Close and none is run
+// or lost. Pool 1's goroutine is given item 1 by the Submit, runs it, and
+// then comes to steal the others.
 func TestGroupStealWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parked, resume := parkIn(t, "steal")
@@ -227,7 +250,7 @@ func TestGroupStealWindowClose(t *testing.T) {
 		synctest.Wait()
 		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
-		g.Pool(0).Submit(1, 2, 3, 4) // pool 1's goroutine comes to steal
+		g.Pool(0).Submit(1, 2, 3, 4)
 		<-parked
 		closed := make(chan []int)
 		go func() { closed <- g.Close() }()
@@ -237,38 +260,33 @@ func TestGroupStealWindowClose(t *testing.T) {
 		close(resume)
 		left := <-closed
 		slices.Sort(left)
-		assert.Equal(t, []int{1, 2, 3, 4}, left)
-		assert.Zero(t, ran.Load())
+		assert.Equal(t, []int{2, 3, 4}, left)
+		assert.Equal(t, int32(1), ran.Load(), "items run: the one given to pool 1")
 		assert.Zero(t, poolGoroutines())
 	})
 }
 
-// TestGroupStealWindowIntoClosed parks a thief of pool 1 in the window
-// while pool 1 is closed but pool 0 is not yet: the thief must not move
-// pool 0's items into the closed pool, where nothing would run them or
-// hand them back.
-func TestGroupStealWindowIntoClosed(t *testing.T) {
+// TestGroupGiveWindowClose parks a Submit that found a free goroutine of
+// pool 1 before it takes both pools' locks to give it an item, and closes
+// the group meanwhile: the item must come back from Close, and not go to
+// pool 1, where nothing would run it or hand it back.
+func TestGroupGiveWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parked, resume := parkIn(t, "steal")
-		g, release, _ := blockingPair()
+		g, release, ran := blockingPair()
 		synctest.Wait()
-		g.Pool(0).Submit(0)
+		g.Pool(0).Submit(0) // pool 0's goroutine blocks
 		synctest.Wait()
-		g.Pool(0).Submit(1, 2, 3, 4)
+		parked, resume := parkIn(t, "give")
+		submitted := make(chan bool)
+		go func() { submitted <- g.Pool(0).Submit(1) }()
 		<-parked
-		// Close pool 1 alone, as Close does before or after pool 0.
-		got1 := make(chan []int)
-		go func() { got1 <- g.pools[1].Close() }()
-		synctest.Wait() // pool 1's Close waits for its thief
+		left := g.Shut()
 		close(resume)
-		assert.Empty(t, <-got1)
-		got0 := make(chan []int)
-		go func() { got0 <- g.pools[0].Close() }()
-		synctest.Wait() // pool 0's Close has taken its queue, and waits for item 0
+		assert.True(t, <-submitted)
 		close(release)
-		left := <-got0
-		slices.Sort(left)
-		assert.Equal(t, []int{1, 2, 3, 4}, left, "items handed back by the pool they never left")
+		g.Wait()
+		assert.Equal(t, []int{1}, left, "the item, handed back by the pool it never left")
+		assert.Zero(t, ran.Load())
 		assert.Zero(t, poolGoroutines())
 	})
 }
@@ -333,12 +351,12 @@ func TestGroupLateThiefTakesOne(t *testing.T) {
 }
 
 // TestGroupTakeLeavesAShare: a goroutine taking a batch leaves a share of
-// the queue to a free goroutine of another pool that is on its way (poked
-// by the Submit), as it would to one of its own pool: it must not take
-// both items, the first of which blocks. The other pool's goroutine is
-// held in the steal window until the first item has started, so that the
-// taker always comes first. The stall delay is an hour: nothing else
-// would start the second item.
+// the queue to a goroutine of another pool that waits for work and is
+// about to be given items by the Submit, as it would to one of its own
+// pool on its way: it must not take both items, the first of which
+// blocks. The Submit is held in the give window until the first item has
+// started, so that the taker always comes first. The stall delay is an
+// hour: nothing else would start the second item.
 func TestGroupTakeLeavesAShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan int, 2)
@@ -350,21 +368,15 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 		defer g.Close()
 		defer close(release)
 		synctest.Wait() // both goroutines wait for work
-		first := make(chan struct{})
-		var once sync.Once
-		windowHook = func(w string) {
-			if w == "steal" {
-				once.Do(func() { <-first })
-			}
-		}
-		defer func() { windowHook = nil }()
-		g.Pool(0).Submit(0, 1)
-		assert.Equal(t, 0, <-started)
-		close(first)
+		parked, resume := parkIn(t, "give")
+		go g.Pool(0).Submit(0, 1)
+		<-parked
+		first := <-started
+		close(resume)
 		synctest.Wait()
 		select {
 		case v := <-started:
-			assert.Equal(t, 1, v)
+			assert.Equal(t, 1-first, v)
 		default:
 			t.Error("the second item did not start: the first goroutine took both")
 		}

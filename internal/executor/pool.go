@@ -1,0 +1,257 @@
+package executor
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/goid"
+)
+
+// A Pool is one home's pool of a Group: a queue, and goroutines that take
+// from it.
+type Pool[T any] struct {
+	g        *Group[T] // immutable, as are index, slotBase and size
+	index    int       // in g.pools
+	slotBase int       // the pool's slots are [slotBase, slotBase+len(inSlot))
+	size     int       // the pool's share of Workers
+
+	// mu guards the fields below it, and those of the pool's workers said
+	// so. Items never run with mu held.
+	mu       sync.Mutex
+	work     sync.Cond // idle goroutines wait here for items
+	exited   sync.Cond // Wait waits here for goroutines to exit
+	queue    queue[T]
+	idle     int          // goroutines waiting for work, not signalled
+	coming   int          // goroutines signalled or started, not back for items yet
+	gs       int          // goroutines that run items
+	stuck    int          // of those, the ones the watch found stuck, not back yet
+	workers  []*worker[T] // the gs goroutines
+	inSlot   []int        // goroutines running with each slot
+	closed   bool
+	lastLook time.Duration // when the watch last looked, or was armed
+
+	watched atomic.Bool   // work waits: the watch looks at the pool; written with mu
+	hint    atomic.Uint64 // for the other pools to read without mu (see note)
+}
+
+// A worker is a goroutine that runs items: the batch it took from the queue
+// at once. It claims each item by incrementing next; the watch, or Close,
+// takes back every item not claimed yet with one compare-and-swap, holding
+// mu. next never decreases, so it is also the worker's progress marker.
+type worker[T any] struct {
+	// batch, base and end are written by the worker with mu held, and read
+	// by the worker without it, or by others with it.
+	batch   []T
+	base    int64        // next when the batch was taken: batch[i] is claim base+i
+	end     int64        // base + len(batch)
+	next    atomic.Int64 // the first claim not made
+	b       Batch        // the worker's own, but Slot: set at spawn
+	touched uintptr      // the sum of Touch's results, so that they are kept
+
+	// Guarded by the pool's mu.
+	goid   int64
+	busy   bool          // inside a batch, from taking it to coming back
+	stuck  bool          // found stuck by the watch, not back yet
+	aged   bool          // the watch saw it in item mark for half the stall delay
+	mark   int64         // the marker the watch last saw
+	markAt time.Duration // when the worker started the item of mark, estimated
+}
+
+func (w *worker[T]) claim() (v T, ok bool) {
+	if i := w.next.Add(1) - 1; i < w.end {
+		return w.batch[i-w.base], true
+	}
+	return v, false
+}
+
+// takeBack appends to dst the items of the batch not claimed yet, claiming
+// them all. Called with mu held.
+func (w *worker[T]) takeBack(dst []T) []T {
+	for cur := w.next.Load(); cur < w.end; cur = w.next.Load() {
+		if w.next.CompareAndSwap(cur, w.end) {
+			return append(dst, w.batch[cur-w.base:w.end-w.base]...)
+		}
+	}
+	return dst
+}
+
+// marker moves when the worker starts an item or takes a batch (which
+// counts as starting its first item). Called with mu held.
+func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
+
+// Submit queues items to run. It never blocks. It reports false, and queues
+// nothing, once the group is closed.
+func (p *Pool[T]) Submit(items ...T) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	p.queue.push(items)
+	spare := false
+	if !p.g.c.Manual {
+		p.wake()
+		if spare = p.queue.len() > p.coming; spare {
+			p.arm()
+		}
+		p.note()
+	}
+	p.mu.Unlock()
+	if spare {
+		p.give()
+	}
+	return true
+}
+
+// wake signals idle goroutines, one per queued item that no goroutine on
+// its way will take. Called with mu held.
+func (p *Pool[T]) wake() {
+	for ; p.idle > 0 && p.coming < p.queue.len(); p.idle-- {
+		p.coming++
+		p.work.Signal()
+	}
+}
+
+// arm has the watch look at the pool: work waits. Called with mu held.
+func (p *Pool[T]) arm() {
+	if !p.watched.Load() && !p.closed {
+		p.watched.Store(true)
+		p.lastLook = time.Since(p.g.epoch)
+		select {
+		case p.g.kick <- struct{}{}:
+		default: // a look is due already, and will see watched
+		}
+	}
+}
+
+// spawn starts a goroutine that takes work at once, with the slot fewest
+// of the pool's goroutines have. Called with mu held.
+func (p *Pool[T]) spawn() {
+	slot := 0
+	for i, n := range p.inSlot {
+		if n < p.inSlot[slot] {
+			slot = i
+		}
+	}
+	p.inSlot[slot]++
+	w := &worker[T]{b: Batch{Slot: p.slotBase + slot}}
+	p.workers = append(p.workers, w)
+	p.gs++
+	p.coming++
+	p.g.gs.Add(1)
+	p.note()
+	go p.loop(w, false)
+}
+
+// has reports whether the goroutine of id is one of p's. Called with mu held.
+func (p *Pool[T]) has(id int64) bool {
+	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool { return w.goid == id })
+}
+
+// take gives w its next batch from the queue, which must not be empty: a
+// share of the queue among the goroutines about to take from it, those of
+// other pools about to be given items included (see give). Called with mu
+// held.
+func (p *Pool[T]) take(w *worker[T]) {
+	takers := p.coming + 1
+	if q := p.queue.len(); q > takers && len(p.g.pools) > 1 {
+		takers += min(p.g.freeElsewhere(p), q-takers)
+	}
+	w.batch = p.queue.pop(w.batch[:0], min(batchMax, (p.queue.len()+takers-1)/takers))
+	w.base = w.next.Load()
+	w.end = w.base + int64(len(w.batch))
+	w.busy = true
+	if len(w.batch) > 1 || p.queue.len() > p.coming {
+		p.arm() // items wait behind the batch's first, or in the queue
+	}
+	p.note()
+}
+
+// loop runs batches of queued items until the group is closed, or there is
+// no work and enough other goroutines to wait for it. With resume, it goes
+// on with the batch of a goroutine that called runtime.Goexit in an item.
+func (p *Pool[T]) loop(w *worker[T], resume bool) {
+	id, c := goid.Get(), &p.g.c
+	p.mu.Lock()
+	w.goid = id
+	if !resume {
+		p.coming--
+	}
+	goexit := true
+	defer func() {
+		if goexit {
+			go p.loop(w, true) // mu is not held
+			return
+		}
+		p.workers = slices.DeleteFunc(p.workers, func(x *worker[T]) bool { return x == w })
+		p.inSlot[w.b.Slot-p.slotBase]--
+		p.gs--
+		p.g.gs.Add(-1)
+		p.note()
+		p.exited.Broadcast()
+		p.mu.Unlock()
+	}()
+	for ran := 0; ; resume = false {
+		for !resume && p.queue.len() == 0 && !p.closed && p.gs-p.stuck <= p.size {
+			if p.await() {
+				p.work.Wait()
+				if !p.closed {
+					p.coming--
+				}
+			}
+		}
+		if !resume {
+			if p.queue.len() == 0 || p.closed {
+				goexit = false // closed, or more goroutines than needed
+				return
+			}
+			p.take(w)
+		}
+		p.mu.Unlock()
+		if c.Touch != nil && !resume {
+			var sum uintptr
+			for _, v := range w.batch {
+				sum += c.Touch(v)
+			}
+			w.touched = sum
+		}
+		if c.Now != nil && !resume {
+			w.b.At = c.Now()
+		}
+		for v, ok := w.claim(); ok; v, ok = w.claim() {
+			p.g.call(v, &w.b)
+			// A goroutine that always finds work never blocks, and its
+			// processor then runs no timers: one due waits up to the
+			// preemption slice (10ms). A yield puts the goroutine at the
+			// back of the global run queue, which starves it when the
+			// CPU is busy: so only when Yield says a timer is due.
+			if ran++; ran%yieldEvery == 0 && (c.Yield == nil || c.Yield()) {
+				runtime.Gosched()
+			}
+		}
+		p.mu.Lock()
+		w.busy = false
+		clear(w.batch) // an idle goroutine keeps no item alive
+		if w.stuck {
+			w.stuck = false
+			p.stuck--
+		}
+	}
+}
+
+// close marks p closed, appends to left the items not started and tells
+// p's goroutines to exit. Called with mu held.
+func (p *Pool[T]) close(left []T) []T {
+	p.closed = true
+	for _, w := range p.workers {
+		left = w.takeBack(left) // the caller's own batch too, when it is a worker
+	}
+	left = p.queue.pop(left, p.queue.len())
+	p.idle = 0
+	p.note()
+	p.work.Broadcast()
+	return left
+}

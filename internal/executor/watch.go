@@ -1,0 +1,102 @@
+package executor
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// watch looks at the pools that have work waiting, every quarter of the
+// stall delay and when a goroutine is due to reach it, until Shut.
+func (g *Group[T]) watch() {
+	defer close(g.done)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-g.kick:
+		case <-g.stop:
+			t.Stop()
+			return
+		}
+		next := time.Duration(math.MaxInt64)
+		for _, p := range g.pools {
+			if p.watched.Load() {
+				next = min(next, p.look())
+			}
+		}
+		if next < math.MaxInt64 {
+			t.Reset(max(next-time.Since(g.epoch), minEvery))
+		}
+	}
+}
+
+// look finds p's goroutines stuck in one item, takes back the items of
+// their batches, and hands out the items that wait: to free goroutines of
+// other pools, then to goroutines it starts. It returns when to look
+// again, or MaxInt64 when nothing waits. Called without locks.
+func (p *Pool[T]) look() time.Duration {
+	g := p.g
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return math.MaxInt64
+	}
+	now := time.Since(g.epoch)
+	next := now + g.every
+	var back []T
+	for _, w := range p.workers {
+		if !w.busy || w.stuck {
+			continue
+		}
+		if m := w.marker(); m != w.mark {
+			w.mark, w.markAt = m, p.lastLook // reached since then
+		}
+		in := now - w.markAt
+		w.aged = in >= g.c.Stall/2
+		if in < g.c.Stall {
+			next = min(next, w.markAt+g.c.Stall)
+			continue
+		}
+		w.stuck = true
+		p.stuck++
+		back = w.takeBack(back)
+	}
+	p.lastLook = now
+	p.queue.pushFront(back)
+	if p.queue.len() == 0 && !slices.ContainsFunc(p.workers, func(w *worker[T]) bool {
+		return w.busy && w.next.Load() < w.end
+	}) {
+		p.watched.Store(false) // nothing waits
+		return math.MaxInt64
+	}
+	p.wake()
+	if p.queue.len() > p.coming && len(g.pools) > 1 {
+		p.note()
+		p.mu.Unlock()
+		p.give()
+		p.mu.Lock()
+	}
+	if items := p.queue.len() - p.coming; items > 0 && !p.closed {
+		for range spawns(p.gs-p.stuck, p.size, items, int(g.gs.Load())-g.c.Workers) {
+			p.spawn()
+		}
+	}
+	p.note()
+	return next
+}
+
+// spawns returns how many goroutines to start for items that wait with no
+// goroutine coming for them, when going goroutines of the pool are not
+// stuck, out of the size it keeps, and the group runs extra beyond its
+// Workers: one per item when none is going, else as many as are missing.
+func spawns(going, size, items, extra int) int {
+	switch {
+	case going == 0:
+		return max(min(items, maxExtra-extra), min(size, items))
+	case going < size:
+		return min(size-going, items)
+	}
+	return 0
+}
