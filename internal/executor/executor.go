@@ -3,6 +3,7 @@ package executor
 import (
 	"log/slog"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,10 @@ type Config[T any] struct {
 	// Touch, if set, is called on every item of a batch before the first
 	// runs: it reads what Run will, so that the cache misses overlap.
 	Touch func(T) uintptr
+	// Busy reports whether goroutines wait for a processor (see spawns);
+	// if not set, the runtime's count of runnable goroutines says. Tests
+	// set it.
+	Busy func() bool
 }
 
 // A Batch is what Run knows of the batch an item belongs to: the items a
@@ -52,6 +57,17 @@ const (
 	maxExtra = 256
 	minEvery = 10 * time.Microsecond // bounds how often the watch wakes
 )
+
+// defaultBusy is Config.Busy's default: whether the runtime counts
+// goroutines ready to run and waiting for a processor. Reading the count
+// takes the scheduler's lock; the watch reads it only when every goroutine
+// of a pool looks stuck. The package's tests, whose bounds are exact in
+// synctest bubbles, replace it with a function that reports false.
+var defaultBusy = func() bool {
+	s := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() > 0
+}
 
 // A Group runs submitted items on a pool per home (see the package doc).
 type Group[T any] struct {
@@ -86,6 +102,9 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 			panic("executor: Config.Stall must be positive")
 		}
 		n = min(max(homes, 1), c.Workers)
+	}
+	if c.Busy == nil {
+		c.Busy = defaultBusy
 	}
 	if c.OnPanic == nil {
 		c.OnPanic = func(v any) {

@@ -16,7 +16,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The tests' bounds are exact in synctest bubbles: the count of
+	// runnable goroutines, which other goroutines of the process move,
+	// must not change what the watch does (TestSpawnsWhenBusy sets Busy).
+	defaultBusy = func() bool { return false }
+	goleak.VerifyTestMain(m)
+}
 
 // poolGoroutines counts the goroutines, other than the caller, that run pool
 // code. It looks once, without waiting.
@@ -582,8 +588,36 @@ func TestSpawns(t *testing.T) {
 		{0, 8, 5000, maxExtra + 3, 8},     // none left: Workers more
 		{0, 2, 5000, maxExtra + 3 - 2, 2}, // ... never none
 	} {
-		if got := spawns(c.going, c.size, c.items, c.extra); got != c.want {
+		if got := spawns(c.going, c.size, c.items, c.extra, false); got != c.want {
 			t.Errorf("spawns(going=%d, size=%d, items=%d, extra=%d) = %d, want %d", c.going, c.size, c.items, c.extra, got, c.want)
 		}
+		if got, want := spawns(c.going, c.size, c.items, c.extra, true), min(c.want, c.size, c.items); c.going == 0 && got != want {
+			t.Errorf("busy: spawns(going=0, size=%d, items=%d, extra=%d) = %d, want %d", c.size, c.items, c.extra, got, want)
+		}
 	}
+}
+
+// TestSpawnsWhenBusy: when goroutines wait for a processor, a pool whose
+// goroutines all look stuck gets only its size in goroutines more per
+// look, not one per item: those that look stuck may only be descheduled.
+// 40 items that block, 2 workers: 2 start, then 2 more per look.
+func TestSpawnsWhenBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall = time.Millisecond
+		b := newBlocker()
+		p := New(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: b.run, Busy: func() bool { return true }})
+		defer p.Close()
+		defer b.stop()
+		synctest.Wait()
+		p.Submit(ints(40)...)
+		synctest.Wait()
+		require.Equal(t, 2, b.count(), "items the workers started")
+		time.Sleep(stall + stall/2)
+		synctest.Wait()
+		if n := b.count(); n > 2+2*3 || n < 4 {
+			t.Fatalf("%d items started a stall delay and a half later: want the pool's size more per look, not one per item", n)
+		}
+		b.stop()
+		synctest.Wait()
+	})
 }

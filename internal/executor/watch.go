@@ -79,7 +79,9 @@ func (p *Pool[T]) look() time.Duration {
 		p.mu.Lock()
 	}
 	if items := p.queue.len() - p.coming; items > 0 && !p.closed {
-		for range spawns(p.gs-p.stuck, p.size, items, int(g.gs.Load())-g.c.Workers) {
+		going := p.gs - p.stuck
+		busy := going == 0 && g.c.Busy()
+		for range spawns(going, p.size, items, int(g.gs.Load())-g.c.Workers, busy) {
 			p.spawn()
 		}
 	}
@@ -91,8 +93,17 @@ func (p *Pool[T]) look() time.Duration {
 // goroutine coming for them, when going goroutines of the pool are not
 // stuck, out of the size it keeps, and the group runs extra beyond its
 // Workers: one per item when none is going, else as many as are missing.
-func spawns(going, size, items, extra int) int {
+//
+// Unless busy: goroutines wait for a processor. A goroutine that looks
+// stuck may then only be descheduled, and a goroutine per item would only
+// add goroutines that wait beside it: in a storm of a million callbacks
+// on 2 cores, 1 run in 5 started a few hundred, which convoyed on the
+// pool's lock (CPU 2.5s against 0.7s, p99 155ms against 5-13ms). So
+// only the pool's size more, per look.
+func spawns(going, size, items, extra int, busy bool) int {
 	switch {
+	case going == 0 && busy:
+		return min(size, items)
 	case going == 0:
 		return max(min(items, maxExtra-extra), min(size, items))
 	case going < size:
