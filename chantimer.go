@@ -493,10 +493,17 @@ func (ct *chanTimer) deliver(now int64) uint64 {
 		return chanIdle
 	}
 	// The first tick on the schedule after now: missed ticks are skipped.
+	// A period under the wheel's tick ticks at most once a tick: on the
+	// first tick of its schedule after the wheel's next one (a Ticker of
+	// a nanosecond would otherwise tick every 16ns, the unit of a
+	// deadline, where the runtime's only ticks while a receiver waits).
 	p := ct.period
-	next := satAdd(when, p)
-	if next <= now {
-		next = satAdd(when, satMul(p, (now-when)/p+1))
+	next, after := satAdd(when, p), now
+	if p < st.tick {
+		after = satMul(floorDiv(now, st.tick)+1, st.tick) - 1
+	}
+	if next <= after {
+		next = satAdd(when, satMul(p, (after-when)/p+1))
 	}
 	ct.when.Store(next)
 	// The next tick stays on the Ticker's shard: this run is on a worker,

@@ -107,33 +107,46 @@
 //
 // A timer's state and deadline share one atomic word (see timer.go), so
 // that [Timer.Reset] can push a pending timer back without the lock: it
-// stores the later due tick in the timer and leaves the timer in its
+// stores the later deadline in the timer and leaves the timer in its
 // bucket. Nothing else happens until that bucket comes due; the driver then
-// finds the later tick and places the timer again, in the bucket that holds
-// it now, which is usually of a higher level. So a timer pushed back on
-// every request costs, per push, one clock read and one compare-and-swap
-// (a division too, by a tick that is not a power of two), and the driver
-// touches it once per deadline it lets pass, not once per push: a 30s idle
-// timeout pushed back a thousand times a second is placed again about once
-// every 30s (a little sooner: a bucket above level 0 comes due a quarter of
-// its width early, see below). Moving a timer earlier takes the shard's
-// lock and moves it at once.
+// finds the later deadline and places the timer again, in the bucket that
+// holds it now, which is usually of a higher level. So a timer pushed back
+// on every request costs, per push, one clock read and one
+// compare-and-swap, and the driver touches it once per deadline it lets
+// pass, not once per push: a 30s idle timeout pushed back a thousand times
+// a second is placed again about once every 30s (a little sooner: a bucket
+// above level 0 comes due a quarter of its width early, see below). Moving
+// a timer earlier takes the shard's lock and moves it at once.
 //
-// # Deadlines are rounded up
+// # Precision
 //
-// Ticks are counted from the moment New was called. A timer's deadline is
-// rounded up to the next tick, so its callback runs in [deadline,
-// deadline+tick], plus the time it takes a worker to get to it under load.
-// Kafka's SystemTimer and its ports round down instead and run callbacks up
-// to a tick early; this package never does. [SystemTimer.AfterFunc] with
-// d <= 0 hands the callback to the executor at once, without waiting for a
-// tick.
+// A timer's deadline is kept to 16ns (the unit of the state word, rounded
+// up), not rounded to the tick. A bucket of level 0 comes due at the
+// earliest deadline it holds, so a timer alone in its bucket, the common
+// case for a short timeout on a server that is not flooded, runs at its
+// deadline, about as late as a runtime timer: the driver sleeps until that
+// deadline, and a worker takes the callback from it. When the bucket
+// expires, its timers whose deadlines have not come yet are queued again
+// at the end of the tick, so a bucket is expired at most twice for what it
+// holds, and a crowded tick (a storm) costs no more than with rounding:
+// those run in [deadline, end of their tick]. Kafka's SystemTimer and its
+// ports round deadlines down and run callbacks up to a tick early; this
+// package never runs one before its deadline. [SystemTimer.AfterFunc] with
+// d <= 0 hands the callback to the executor at once. A [Ticker] whose
+// period is under the tick ticks at most once a tick.
+//
+// Why not round to the tick, as the wheels of tokio and Linux do: the Go
+// runtime sleeps in its netpoller in whole milliseconds, so a driver that
+// slept to the end of a tick, a fraction of a millisecond away, woke up to
+// a millisecond late, and a 1ms timer ran 1.2ms late where the runtime's
+// ran 0.1ms late. A sleep to a deadline that a caller set a whole number
+// of milliseconds ahead ends on time, for the wheel as for the runtime.
 //
 // Deadlines at or beyond a horizon never come: the horizon is the largest
-// [time.Duration] after New (about 292 years), or 2^60 ticks after New if
-// that is sooner, which only ticks under 8ns make it (36 years at 1ns). A
-// [SystemTimer.AfterFunc] with the largest duration is valid; its timer
-// stays pending, and its callback never runs, whatever the clock does.
+// [time.Duration] after New (about 292 years), or 36 years after New with
+// ticks under 8ns. A [SystemTimer.AfterFunc] with the largest duration is
+// valid; its timer stays pending, and its callback never runs, whatever
+// the clock does.
 //
 // The tick is at most a minute ([WithTick]): a coarser tick would only make
 // callbacks later, since an idle wheel costs nothing whatever its tick.

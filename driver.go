@@ -132,7 +132,7 @@ func (sh *shard) turn() bool {
 			st.leaveCascade()
 			return true
 		}
-		sh.queueWake(nowTick + 1)
+		sh.queueWake(satMul(nowTick+1, st.tick))
 		return false
 	}
 	return sh.paceCascade(now)
@@ -249,21 +249,21 @@ func (sh *shard) paceCascade(now int64) bool {
 		return sh.cascadeChunk(math.MaxInt64)
 	}
 	if !sh.paceQueued {
-		sh.paceQueued = sh.queueWake(ceilDiv(sh.nextPace, sh.st.tick))
+		sh.paceQueued = sh.queueWake(sh.nextPace)
 	}
 	return false
 }
 
-// queueWake queues a ref without a bucket at tick at, which only wakes the
-// driver (see handle), and lowers the shard's wakeAt to it, so that
-// driverDue sees the driver due then: settle published wakeAt before the
-// push. It reports whether the push succeeded (it fails once the queue is
-// closed).
+// queueWake queues a ref without a bucket at at (ns since the epoch),
+// which only wakes the driver (see handle), and lowers the shard's wakeAt
+// to it, so that driverDue sees the driver due then: settle published
+// wakeAt before the push. It reports whether the push succeeded (it fails
+// once the queue is closed).
 func (sh *shard) queueWake(at int64) bool {
-	if _, err := sh.dq.Push(bucketRef{exp: at}, sh.st.tickTime(at)); err != nil {
+	if _, err := sh.dq.Push(bucketRef{exp: at}, sh.st.timeAt(at)); err != nil {
 		return false
 	}
-	sh.lowerWake(satMul(at, sh.st.tick))
+	sh.lowerWake(at)
 	return true
 }
 
@@ -278,10 +278,10 @@ func (sh *shard) handle(ref bucketRef) {
 		sh.paceQueued = false // the pace of a cascade: see paceCascade
 		return
 	}
-	if sh.cascadeChunk(ref.exp) {
+	if sh.cascadeChunk(sh.st.dueTick(ref.exp)) {
 		// Once the queue is closed the push fails, and Stop collects
 		// the bucket's timers.
-		_, _ = sh.dq.Push(ref, sh.st.tickTime(ref.exp))
+		_, _ = sh.dq.Push(ref, sh.st.timeAt(ref.exp))
 		return
 	}
 	sh.expire(ref)
@@ -295,8 +295,13 @@ func (sh *shard) handle(ref bucketRef) {
 // into the transit list, which is then re-placed in full, a chunk per lock
 // hold so that AfterFunc and Stop are never held up for long; a higher
 // bucket's into the cascade list.
+//
+// A level-0 bucket may expire at the earliest deadline it holds, before
+// the end of its tick (see place): the wheel time then moves only to the
+// tick before, and the timers whose deadlines are later in the tick come
+// back to the bucket, queued at the tick's end.
 func (sh *shard) expire(ref bucketRef) {
-	b := ref.b
+	b, st := ref.b, sh.st
 	sh.mu.Lock()
 	touch(sh, "expire")
 	if b.queued != ref.exp {
@@ -304,10 +309,10 @@ func (sh *shard) expire(ref bucketRef) {
 		return
 	}
 	b.queued = notQueued
-	sh.advance(ref.exp)
+	sh.advance(floorDiv(ref.exp, st.tick))
 	if ref.lv.index > 0 {
 		i := min(ref.lv.index, 2) - 1 // near (level 1) or far
-		sh.cascadeDue[i] = min(sh.cascadeDue[i], b.minD)
+		sh.cascadeDue[i] = min(sh.cascadeDue[i], st.dueTick(b.minD))
 		b.minD = math.MaxInt64
 		b.root.moveAllTo(&sh.cascade[i])
 		sh.mu.Unlock()
@@ -315,9 +320,10 @@ func (sh *shard) expire(ref bucketRef) {
 	}
 	b.minD = math.MaxInt64
 	b.root.moveAllTo(&sh.transit)
+	sh.transitTick = st.dueTick(ref.exp)
 	sh.mu.Unlock()
-	now := sh.st.now()
-	sh.lag.Store(now - satMul(ref.exp, sh.st.tick))
+	now := st.now()
+	sh.lag.Store(now - ref.exp)
 	sh.lagAt.Store(now)
 	sh.replace(&sh.transit, true)
 }
@@ -354,8 +360,13 @@ const replaceChunk = 256
 func (sh *shard) replace(list *lanes, all bool) {
 	st := sh.st
 	batch := sh.batch[:0]
+	// Timers coming down from a cascade list are placed by their exact
+	// deadlines; those of an expired level-0 bucket that are not due yet,
+	// by their ticks (see place).
+	ci := sh.cascadeIndex(list)
+	exact := ci >= 0
 	for {
-		nowTick := floorDiv(st.now(), st.tick)
+		now := st.now()
 		sh.mu.Lock()
 		touch(sh, "replace")
 		var buf [numLanes]*Timer
@@ -377,10 +388,12 @@ func (sh *shard) replace(list *lanes, all bool) {
 					continue
 				}
 				cur[l] = t.next
-				if sh.place(t, t.w.Load()>>stateBits, nowTick) {
+				if v := t.w.Load() >> stateBits; sh.place(t, v, now, exact) {
 					// Due, the common case for a level-0 bucket;
 					// place linked it nowhere.
 					batch = append(batch, t)
+				} else if !exact && st.dueTick(st.fromValue(v)) > sh.transitTick {
+					sh.stats.postponed++ // pushed back by a Reset since it was placed
 				}
 				n++
 				progress = true
@@ -402,7 +415,7 @@ func (sh *shard) replace(list *lanes, all bool) {
 		fired := batch[:due]
 		for _, t := range batch[due:] {
 			t.next, t.prev = nil, nil
-			if sh.link(t, nowTick) {
+			if sh.link(t, now, exact) {
 				fired = append(fired, t)
 				sh.addPendingOf(t, -1)
 			}
@@ -410,14 +423,8 @@ func (sh *shard) replace(list *lanes, all bool) {
 		clear(batch[len(fired):])
 		batch = fired
 		sh.stats.fired += uint64(len(batch) - due)
-		ci := sh.cascadeIndex(list)
 		if ci >= 0 {
 			sh.stats.cascaded += uint64(n)
-		} else {
-			// Each timer of an expired level-0 bucket is due, unless it
-			// was pushed back by a Reset since it was placed (or the
-			// clock went back): then it was placed again.
-			sh.stats.postponed += uint64(n - (len(batch) - due))
 		}
 		for l := range cur {
 			list.lane[l].next, cur[l].prev = cur[l], &list.lane[l]

@@ -114,8 +114,8 @@ func (sh *shard) dueSpans(out []dueSpan) []dueSpan {
 			turn := cur + floorMod(int64(slot)-cur, n)
 			from := max(satMul(turn, lv.tick), sh.c0+1)
 			to := satAdd(satMul(turn, lv.tick), lv.tick)
-			if b.minD > from && b.minD < to {
-				from = b.minD // none is due before
+			if d := sh.st.dueTick(b.minD); d > from && d < to {
+				from = d // none is due before
 			}
 			out = append(out, dueSpan{from, to, float64(b.placed)})
 		})

@@ -227,7 +227,7 @@ func TestPeriodicStopThenResetDuringRun(t *testing.T) {
 // TestPeriodicResetZero: Reset(d <= 0) of a periodic timer runs it now and
 // continues the series from now. It ran at once but kept the old schedule,
 // and lost the run after (Every(1s), Reset(0) at 100ms ran at 100ms and
-// 2s); Reset(1ns) was right, and stays so.
+// 2s); Reset(1ns) was right, and stays so: it runs at its deadline.
 func TestPeriodicResetZero(t *testing.T) {
 	for _, c := range []struct {
 		d             time.Duration
@@ -235,7 +235,7 @@ func TestPeriodicResetZero(t *testing.T) {
 	}{
 		{0, 100 * time.Millisecond, 1100 * time.Millisecond},
 		{-time.Second, 100 * time.Millisecond, 1100 * time.Millisecond},
-		{time.Nanosecond, 101 * time.Millisecond, 1101 * time.Millisecond}, // rounded up to the tick
+		{time.Nanosecond, 100*time.Millisecond + 16, 1100*time.Millisecond + 16}, // rounded up to a deadline's unit, 16ns
 	} {
 		t.Run(fmt.Sprintf("d=%v", c.d), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

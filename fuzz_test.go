@@ -174,6 +174,7 @@ type modelTimer struct {
 	tm      *Timer
 	pending bool
 	due     int64 // tick at or after which it must have run, while pending
+	when    int64 // its deadline, ns since the epoch: it must not run before
 	want    int   // runs the model expects
 	got     int   // runs seen
 }
@@ -202,8 +203,8 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 		t.Helper()
 		nowTick := floorDiv(nowNs(), int64(tick))
 		for _, m := range ran {
-			if !m.pending || m.due > nowTick || m.due >= horizon || m.got != m.want+1 {
-				t.Fatalf("op %d: timer due at tick %d (pending=%v) ran at tick %d, run %d of %d", step, m.due, m.pending, nowTick, m.got, m.want)
+			if !m.pending || m.when > nowNs() || m.due >= horizon || m.got != m.want+1 {
+				t.Fatalf("op %d: timer due at %d (tick %d, pending=%v) ran at %d (tick %d), run %d of %d", step, m.when, m.due, m.pending, nowNs(), nowTick, m.got, m.want)
 			}
 			m.pending = false
 			m.want++
@@ -220,14 +221,17 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 			if i > 0 && m.due < ran[i-1].due {
 				t.Fatalf("op %d: timer due at tick %d ran after one due at %d", step, m.due, ran[i-1].due)
 			}
-			if m.due > nowTick {
-				t.Fatalf("op %d: timer due at tick %d ran at tick %d", step, m.due, nowTick)
+			if m.when > nowNs() {
+				t.Fatalf("op %d: timer due at %d (tick %d) ran at %d (tick %d)", step, m.when, m.due, nowNs(), nowTick)
 			}
 		}
 		ran = ran[:0]
 		pending := 0
 		for i, m := range timers {
-			if m.pending && m.due <= nowTick && m.due < horizon {
+			// A timer may run once its deadline has passed (alone in its
+			// bucket, it runs at its deadline), and must once its tick
+			// has.
+			if m.pending && (m.due <= nowTick && m.due < horizon || m.when <= nowNs() && m.got == m.want+1) {
 				m.pending = false
 				m.want++
 			}
@@ -248,7 +252,7 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 		switch op % ops {
 		case opAdd:
 			d := r.delay(bounds, tick)
-			m := &modelTimer{due: dueTick(d)}
+			m := &modelTimer{due: dueTick(d), when: satAdd(nowNs(), int64(d))}
 			if d <= 0 {
 				m.due = floorDiv(nowNs(), int64(tick))
 				m.want = 1 // runs at the next step, without a tick
@@ -282,10 +286,10 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 				t.Fatalf("op %d: Reset(%v) = %v, model says pending=%v", step, d, got, m.pending)
 			}
 			if d <= 0 {
-				m.pending, m.due = false, floorDiv(nowNs(), int64(tick))
+				m.pending, m.due, m.when = false, floorDiv(nowNs(), int64(tick)), nowNs()
 				m.want++
 			} else {
-				m.pending, m.due = true, dueTick(d)
+				m.pending, m.due, m.when = true, dueTick(d), satAdd(nowNs(), int64(d))
 			}
 		case opAdvance:
 			fc.Add(r.advance(bounds, tick))

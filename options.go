@@ -53,9 +53,10 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithTick sets the tick of the lowest wheel: the precision of the timer.
-// A callback runs at most one tick after its deadline. From 1ns to 1
-// minute; default 1ms. The README's "Choosing the tick" measures the trade.
+// WithTick sets the tick of the lowest wheel: the width of its buckets. A
+// callback runs at its deadline when it is alone in its tick, and at most
+// one tick after it when the tick is crowded (see "Precision" in the
+// package doc). From 1ns to 1 minute; default 1ms.
 func WithTick(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.tick = d })
 }

@@ -203,8 +203,8 @@ func (p *periodic) rearm() {
 		}
 		p.prev = at
 		when, now := st.deadlineFrom(at, n)
-		t.w.Store(pack(st.dueTick(when), statePending))
-		sh.admit(t, floorDiv(now, st.tick))
+		t.w.Store(pack(st.toValue(when), statePending))
+		sh.admit(t, now)
 		sh.unlock()
 		return
 	}
@@ -254,9 +254,9 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 	case statePending:
 		t.unlink()
 		p.prev = at
-		t.w.Store(pack(st.dueTick(when), statePending))
+		t.w.Store(pack(st.toValue(when), statePending))
 		sh.stats.moved++
-		sh.relink(t, floorDiv(now, st.tick))
+		sh.relink(t, now)
 		return true, nil
 	case stateReturned:
 		return false, ErrStopped
@@ -266,8 +266,8 @@ func (p *periodic) reset(d time.Duration) (bool, error) {
 		}
 	}
 	p.prev = at
-	t.w.Store(pack(st.dueTick(when), statePending))
-	sh.admit(t, floorDiv(now, st.tick))
+	t.w.Store(pack(st.toValue(when), statePending))
+	sh.admit(t, now)
 	return false, nil
 }
 

@@ -66,10 +66,9 @@ type Stats struct {
 	// handler.
 	Panics uint64
 
-	// Lateness is the histogram of callback start − due time: how late
-	// each callback started, on the SystemTimer's clock, measured from
-	// its deadline rounded up to the tick (so a callback is never counted
-	// early, and at most a tick less late than from its deadline).
+	// Lateness is the histogram of callback start − deadline: how late
+	// each callback started, on the SystemTimer's clock (the deadline is
+	// kept to 16ns, rounded up, so a callback is never counted early).
 	Lateness Histogram
 
 	// Backlog is the number of callbacks handed to the executor and not

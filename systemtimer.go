@@ -55,6 +55,7 @@ type SystemTimer struct {
 	// due ticks to it, and place keeps such timers in a list of their
 	// own, which no bucket expiry reaches.
 	neverTick int64
+	vshift    uint // a state word's deadline is in units of 1<<vshift ns: see toValue
 
 	shards     []shard
 	shardShift uint        // a timer's shard by address is the top bits of its address hash
@@ -117,6 +118,12 @@ func New(opts ...Option) (*SystemTimer, error) {
 		byAddress:  c.byAddress,
 	}
 	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
+	// The unit of a state word's deadline: 16ns, or the largest power of
+	// two up to it that divides the tick. At 8ns and more every deadline
+	// a Duration reaches fits the word's 60 bits; below, those beyond 36
+	// years (at 1ns) never come, as before.
+	for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
+	}
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -181,16 +188,10 @@ func New(opts ...Option) (*SystemTimer, error) {
 // which the executor bounds by its stall delay (the tick, at most 1ms).
 func runTimer(t *Timer, b *executor.Batch) {
 	st := t.shard().st // t may move meanwhile, if re-armed: any shard's st is st
-	// The due tick of the run, unless a Reset re-armed the timer since it
+	// The deadline of the run, unless a Reset re-armed the timer since it
 	// fired (its run is still owed): then the run goes uncounted.
 	if due, s := unpack(t.w.Load()); s == stateFired {
-		// The callbacks of a batch mostly share their due tick, and so
-		// their bucket.
-		m := &b.Memo
-		if m.Key != due || m.At != b.At || m.Val == 0 {
-			m.Key, m.At, m.Val = due, b.At, int64(bucketOf(time.Duration(b.At-due*st.tick)))+1
-		}
-		st.lateness[b.Slot].counts[m.Val-1].Add(1)
+		st.lateness[b.Slot].counts[bucketOf(time.Duration(b.At-st.fromValue(due)))].Add(1)
 	}
 	switch t.kind {
 	case kindContext:
@@ -278,9 +279,29 @@ func (st *SystemTimer) deadlineFrom(t, n time.Time) (when, now int64) {
 }
 
 // dueTick returns the tick at which a timer with deadline when (ns since
-// the epoch) is due: the deadline rounded up to the tick, or neverTick.
+// the epoch) is due: the tick the deadline lies in (the ticks are
+// counted from the epoch, tick k covering the deadlines in ((k-1)·tick,
+// k·tick]), or neverTick.
 func (st *SystemTimer) dueTick(when int64) int64 {
 	return min(ceilDiv(when, st.tick), st.neverTick)
+}
+
+// toValue returns the deadline when, in ns since the epoch, as a timer's
+// state word holds it: in units of 1<<vshift ns, rounded up, so that
+// nothing is early by it; maxValue if it lies beyond what the word holds
+// (it never comes). The unit divides the tick, so rounding up to it never
+// moves a deadline to a later tick.
+func (st *SystemTimer) toValue(when int64) int64 {
+	return max(min(satAdd(when, 1<<st.vshift-1)>>st.vshift, maxValue), -maxValue)
+}
+
+// fromValue returns the deadline, in ns since the epoch, of a state word's
+// value v: math.MaxInt64 for maxValue, which never comes.
+func (st *SystemTimer) fromValue(v int64) int64 {
+	if v >= maxValue || v > math.MaxInt64>>st.vshift {
+		return math.MaxInt64
+	}
+	return v << st.vshift
 }
 
 // never is the delay queue time of a bucket whose expiration lies beyond
@@ -289,12 +310,13 @@ func (st *SystemTimer) dueTick(when int64) int64 {
 // such a bucket must then not look due while its timers are not.
 var never = time.Unix(1<<62, 0)
 
-// tickTime returns the time of base tick k.
-func (st *SystemTimer) tickTime(k int64) time.Time {
-	if k > math.MaxInt64/st.tick {
+// timeAt returns the time ns after the epoch; never for math.MaxInt64,
+// what a saturated key is.
+func (st *SystemTimer) timeAt(ns int64) time.Time {
+	if ns == math.MaxInt64 {
 		return never
 	}
-	return st.epoch.Add(time.Duration(k * st.tick))
+	return st.epoch.Add(time.Duration(ns))
 }
 
 // attach binds t, a timer being made or bound, to st: it tags t with its
@@ -450,10 +472,10 @@ func (st *SystemTimer) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 // (ns since the epoch); pc is how attach counted its push.
 func (st *SystemTimer) arm(t *Timer, when, now int64, pc pushCount) error {
 	sh := t.sh // read before the push publishes t: a Reset may move it after
-	if when < sh.wakeAt.Load() || when > maxValue || st.maxPending > 0 || st.closed.Load() {
+	if when < sh.wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
 		return st.startLocked(t, when, now)
 	}
-	t.initQueued(when)
+	t.initQueued(st.toValue(when))
 	if !sh.push(t) {
 		// SystemTimer.Stop has taken the stack; nobody has seen t.
 		return ErrStopped
@@ -535,13 +557,13 @@ func (st *SystemTimer) startLocked(t *Timer, when, now int64) error {
 			sh.unlock()
 			return ErrStopped
 		}
-		t.w.Store(pack(st.dueTick(when), statePending))
-		sh.admitReserved(t, floorDiv(now, st.tick))
+		t.w.Store(pack(st.toValue(when), statePending))
+		sh.admitReserved(t, now)
 		sh.unlock()
 		return nil
 	}
-	t.w.Store(pack(st.dueTick(when), statePending))
-	sh.admit(t, floorDiv(now, st.tick))
+	t.w.Store(pack(st.toValue(when), statePending))
+	sh.admit(t, now)
 	sh.unlock()
 	return nil
 }
@@ -690,14 +712,14 @@ func (st *SystemTimer) drainShard(sh *shard, now int64) {
 // fireNew hands a new timer to the executor at once.
 func (st *SystemTimer) fireNew(t *Timer) error {
 	sh := t.sh
-	nowTick := floorDiv(st.now(), st.tick) // the clock may be the user's: read it with no lock held
+	now := st.now() // the clock may be the user's: read it with no lock held
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	touch(sh, "lock")
 	if sh.closed {
 		return ErrStopped
 	}
-	t.w.Store(pack(nowTick, stateFired)) // due now, for the lateness
+	t.w.Store(pack(st.toValue(now), stateFired)) // due now, for the lateness
 	sh.stats.armed++
 	sh.fireNow(t) // accepted: the pool closes only after every shard
 	return nil

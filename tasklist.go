@@ -16,8 +16,8 @@ const notQueued = math.MaxInt64
 // All fields are guarded by the mutex of the shard that owns the bucket.
 type bucket struct {
 	root   lanes // the bucket's timers
-	queued int64 // expiration in the delay queue, in ticks; notQueued if none
-	minD   int64 // no timer in the bucket is due before this tick
+	queued int64 // expiration in the delay queue, ns since the epoch; notQueued if none
+	minD   int64 // no timer in the bucket is due before this deadline, ns since the epoch
 	// placed counts the timers placed in the bucket since it was last
 	// empty and not queued: its timers, and those of them stopped or moved
 	// since, which unlink cannot uncount (a timer does not know its
@@ -32,7 +32,7 @@ type bucket struct {
 type bucketRef struct {
 	b   *bucket
 	lv  *level
-	exp int64
+	exp int64 // ns since the epoch
 }
 
 // initList makes l an empty list.

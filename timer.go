@@ -35,8 +35,9 @@ type Timer struct {
 	// it with shard() wherever a move may happen at the same time.
 	sh *shard
 	// w is the state word: the timer's state in its low stateBits bits
-	// and, above them, a value: the deadline in ns since the epoch while
-	// the timer is queued, the due tick while it is pending, else 0. Every
+	// and, above them, a value: the deadline while the timer is queued,
+	// pending or fired (in units of 16ns since the epoch: see toValue),
+	// else 0. Every
 	// change of state is a compare-and-swap of w, so that a state and its
 	// deadline change in one atomic step. Changes that link or unlink the
 	// timer (placing it, stopping a pending timer, firing it) are made
@@ -152,9 +153,8 @@ const (
 const (
 	stateBits = 3
 	stateMask = 1<<stateBits - 1
-	// maxValue is the largest value a state word holds. A deadline
-	// beyond it (36 years after New) is not queued but placed under the
-	// lock, and a due tick beyond it never comes (see SystemTimer.neverTick).
+	// maxValue is the largest value a state word holds, and, as a
+	// deadline, one that never comes (see SystemTimer.toValue).
 	maxValue = 1<<(63-stateBits) - 1
 )
 
@@ -217,11 +217,11 @@ func (t *Timer) moveTo(from, to *shard) bool {
 func (t *Timer) series() bool { return t.kind == kindPeriodic || t.kind == kindTicker }
 
 // initQueued sets the state word of a timer no other goroutine can see yet:
-// queued with deadline when. A plain store, not an atomic one, which on
+// queued with deadline v (a state word value). A plain store, not an atomic one, which on
 // amd64 is a full fence, on the path of every AfterFunc; the push that
 // publishes the timer orders it before any other goroutine's access.
-func (t *Timer) initQueued(when int64) {
-	*(*int64)(unsafe.Pointer(&t.w)) = pack(when, stateQueued)
+func (t *Timer) initQueued(v int64) {
+	*(*int64)(unsafe.Pointer(&t.w)) = pack(v, stateQueued)
 }
 
 // Bind binds t, a Timer that is part of the caller's own struct, to st and
@@ -423,21 +423,20 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 		failpoint("reset:read")
 		switch v, s := unpack(w); s {
 		case statePending:
-			due := st.dueTick(when)
-			if due < v {
-				return t.resetLocked(when, now) // earlier: another bucket
+			if st.toValue(when) < v {
+				return t.resetLocked(when, now) // earlier: its bucket may expire too late
 			}
-			if t.w.CompareAndSwap(w, pack(due, statePending)) {
+			if t.w.CompareAndSwap(w, pack(st.toValue(when), statePending)) {
 				return true, nil
 			}
 		case stateQueued, stateQueuedStopped:
 			// Still on the stack: change the deadline it will be placed
 			// by. As for a push, the deadline must not be before its
 			// shard's wakeAt, read after the change (see shard.push).
-			if when > maxValue || when < t.shard().wakeAt.Load() {
+			if when < t.shard().wakeAt.Load() {
 				return t.resetLocked(when, now)
 			}
-			if t.w.CompareAndSwap(w, pack(when, stateQueued)) {
+			if t.w.CompareAndSwap(w, pack(st.toValue(when), stateQueued)) {
 				// Its shard now: the word may have come back to w
 				// since it was read, the timer moved.
 				if sh := t.shard(); when < sh.wakeAt.Load() {
@@ -450,7 +449,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// lock is taken either way. The shard may change below: the
 			// check after the push, on the shard pushed to, is the one
 			// that counts.)
-			if when > maxValue || when < t.shard().wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
+			if when < t.shard().wakeAt.Load() || st.maxPending > 0 || st.closed.Load() {
 				if move && st.maxPending > 0 {
 					t.follow(w)
 				}
@@ -458,7 +457,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			}
 			// Take the timer (see the states): from here until it is
 			// queued, nobody else acts on it.
-			if !t.w.CompareAndSwap(w, pack(when, stateOwned)) {
+			if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateOwned)) {
 				continue
 			}
 			// Owned: its shard is read now, and stays. Read before the
@@ -487,7 +486,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 				// not armed. Put back the state nobody else saw changed,
 				// unless SystemTimer.Stop returned the timer meanwhile
 				// for a run it owed (see SystemTimer.Stop).
-				t.w.CompareAndSwap(pack(when, stateOwned), w)
+				t.w.CompareAndSwap(pack(st.toValue(when), stateOwned), w)
 				return false, ErrStopped
 			}
 			failpoint("reset:pushed")
@@ -495,7 +494,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// the drainer and SystemTimer.Stop wait for it, and the only
 			// other writer, the executor's Close in SystemTimer.Stop, runs
 			// after every shard's stack was taken, which waited for this.
-			if !t.w.CompareAndSwap(pack(when, stateOwned), pack(when, stateQueued)) && debugChecks {
+			if !t.w.CompareAndSwap(pack(st.toValue(when), stateOwned), pack(st.toValue(when), stateQueued)) && debugChecks {
 				panic("timingwheel: internal error: an arming timer changed under its pusher")
 			}
 			if sh.countPush(pc) || when < sh.wakeAt.Load() {
@@ -557,7 +556,6 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 	sh := t.lockShard()
 	defer sh.unlock()
 	st := sh.st
-	nowTick := floorDiv(now, st.tick)
 	if sh.closed {
 		return false, false, ErrStopped
 	}
@@ -570,21 +568,21 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 				// Unlinked before it leaves pending; see stopPending.
 				t.unlink()
 				failpoint("resetLocked:unlinked")
-				sh.leavePending(t, nowTick, stateFired)
+				sh.leavePending(t, st.toValue(now), stateFired)
 				sh.addPendingOf(t, -1)
 				sh.fireNow(t)
 				return true, false, nil
 			}
-			due := st.dueTick(when)
-			if !t.w.CompareAndSwap(w, pack(due, statePending)) {
+			nv := st.toValue(when)
+			if !t.w.CompareAndSwap(w, pack(nv, statePending)) {
 				continue
 			}
-			if due >= v {
+			if nv >= v {
 				return true, false, nil // not earlier: it stays where it is
 			}
 			t.unlink()
 			sh.stats.moved++
-			sh.relink(t, nowTick)
+			sh.relink(t, now)
 			return true, false, nil
 		case stateQueued, stateQueuedStopped:
 			sh.drain(now) // queued again by a concurrent Reset since
@@ -592,7 +590,7 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 			return false, true, nil
 		case stateIdle, stateStopped, stateFired:
 			if when <= now {
-				if t.w.CompareAndSwap(w, pack(nowTick, stateFired)) {
+				if t.w.CompareAndSwap(w, pack(st.toValue(now), stateFired)) {
 					sh.stats.armed++
 					sh.fireNow(t)
 					return false, false, nil
@@ -600,10 +598,10 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 				continue
 			}
 			if st.maxPending == 0 || t.series() { // a Ticker holds its place
-				if !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
+				if !t.w.CompareAndSwap(w, pack(st.toValue(when), statePending)) {
 					continue
 				}
-				sh.admit(t, nowTick)
+				sh.admit(t, now)
 				return false, false, nil
 			}
 			if !st.reserveLocked(sh) {
@@ -625,14 +623,14 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 				sh.release(1)
 				return false, false, ErrStopped
 			}
-			if t.shard() != sh || !t.w.CompareAndSwap(w, pack(st.dueTick(when), statePending)) {
+			if t.shard() != sh || !t.w.CompareAndSwap(w, pack(st.toValue(when), statePending)) {
 				sh.release(1) // changed while the lock was released
 				if t.shard() != sh {
 					return false, true, nil // moved: look again, under its new shard's lock
 				}
 				continue
 			}
-			sh.admitReserved(t, nowTick)
+			sh.admitReserved(t, now)
 			return false, false, nil
 		default: // stateReturned
 			return false, false, ErrStopped

@@ -105,6 +105,9 @@ type shard struct {
 	batch      []*Timer
 	nextPace   int64
 	paceQueued bool
+	// transitTick is the tick of the level-0 bucket whose timers are in
+	// transit: one of them due later has been pushed back by a Reset.
+	transitTick int64
 
 	_ [64]byte // the driver's words below are read by every arming on the shard
 	// wakeAt bounds when the shard's driver next drains the incoming
@@ -213,23 +216,37 @@ func (sh *shard) advance(to int64) {
 	}
 }
 
-// place links t, due at base tick d, into the lowest level whose window
-// holds d, or reports that t is due now and links it nowhere. nowTick is the
-// current time rounded down to the tick.
+// place links t, with deadline v (its state word's value), into the
+// lowest level whose window holds its due tick d, or reports that t is due
+// now and links it nowhere. now is the current time, in ns since the epoch.
 //
 // A timer is due now only if both the wheel time and the clock have reached
-// d. If the wheel has passed d but the clock has not, the clock went
-// backwards; the timer then waits in the first bucket the wheel can still
-// expire, which is late, never early.
-func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
-	if d >= sh.st.neverTick {
+// it: the wheel, its due tick d; the clock, its deadline. If the wheel has passed d but the
+// clock has not reached the deadline, the deadline lies later in a tick the
+// wheel has begun (see expire), or the clock went backwards; the timer
+// then waits in the first bucket the wheel can still expire, which is
+// late, never early.
+//
+// A bucket of level 0 is queued to expire at the earliest deadline of its
+// timers placed with exact set, or else at the end of its tick: so that a
+// timer alone in its bucket fires at its deadline, as a runtime timer
+// does, not up to a tick later. The timers of an expired level-0 bucket
+// that are not due yet come back with exact unset (replace), so that a
+// bucket is expired at most twice for what it held (see expire).
+func (sh *shard) place(t *Timer, v, now int64, exact bool) (due bool) {
+	st := sh.st
+	when := st.fromValue(v)
+	d := st.dueTick(when)
+	if d >= st.neverTick {
 		sh.never.pushBack(t)
 		return false
 	}
+	// The wheel has passed d, or, for a timer of the level-0 bucket the
+	// driver is expiring (exact unset), it is at d: the bucket's tick.
+	if when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {
+		return true
+	}
 	if d <= sh.c0 {
-		if d <= nowTick {
-			return true
-		}
 		d = sh.c0 + 1
 	}
 	for k := 0; ; k++ {
@@ -249,10 +266,10 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		} else {
 			vid = floorDiv(d, lv.tick)
 		}
-		if m := sh.st.slotMask; m != 0 {
+		if m := st.slotMask; m != 0 {
 			slot = vid & m
 		} else {
-			slot = floorMod(vid, sh.st.wheelSize)
+			slot = floorMod(vid, st.wheelSize)
 		}
 		b := sh.bucket(lv, slot)
 		if b.queued == notQueued {
@@ -260,33 +277,38 @@ func (sh *shard) place(t *Timer, d, nowTick int64) (due bool) {
 		}
 		b.placed++
 		b.root.pushBack(t)
-		b.minD = min(b.minD, d)
-		// A bucket of level 0 expires at its tick, when its timers are
-		// due. A bucket of a higher level expires lead ticks (a quarter
-		// of its width) before its start, if that is still ahead of the
-		// wheel time: the driver then re-places its timers, a chunk at a
-		// time between due buckets, while none is due yet; the quarter
-		// that does not fit the level below yet comes back to this
-		// bucket, which expires again at its start. So the driver has a
-		// quarter of a bucket's width to cascade it, and cascading a large
-		// bucket delays nothing: at 1M timers a second and ~150ns per
-		// timer cascaded, a cascade needs 15% of the width.
+		b.minD = min(b.minD, when)
+		// A bucket of level 0 expires at the end of its tick, or at the
+		// earliest exact deadline it holds (see above). A bucket of a
+		// higher level expires lead ticks (a quarter of its width)
+		// before its start, if that is still ahead of the wheel time:
+		// the driver then re-places its timers, a chunk at a time
+		// between due buckets, while none is due yet; the quarter that
+		// does not fit the level below yet comes back to this bucket,
+		// which expires again at its start. So the driver has a quarter
+		// of a bucket's width to cascade it, and cascading a large bucket
+		// delays nothing: at 1M timers a second and ~150ns per timer
+		// cascaded, a cascade needs 15% of the width.
 		exp := vid * lv.tick
 		if lv.lead > 0 && exp-lv.lead > sh.c0 {
 			exp -= lv.lead
+		}
+		key := satMul(exp, st.tick) // ns since the epoch
+		if k == 0 && exact {
+			key = when
 		}
 		// A bucket's timers share one expiration, except right after the
 		// clock jumped: then a bucket can still hold timers of an earlier
 		// turn of its wheel, queued under their earlier expiration. The
 		// earlier expiration wins; expiring the bucket re-places every
 		// timer, so the later ones find their own bucket then.
-		if exp < b.queued {
-			b.queued = exp
+		if key < b.queued {
+			b.queued = key
 			touch(sh, "delay queue")
-			head, err := sh.dq.Push(bucketRef{b, lv, exp}, sh.st.tickTime(exp))
+			head, err := sh.dq.Push(bucketRef{b, lv, key}, st.timeAt(key))
 			if err == nil && head {
 				sh.wakeDQ = true
-				sh.lowerWake(satMul(exp, sh.st.tick))
+				sh.lowerWake(key)
 			}
 		}
 		return false
@@ -305,13 +327,14 @@ func (sh *shard) unlock() {
 	}
 }
 
-// link places t, pending and linked nowhere, in the bucket of its due tick,
-// or, if that tick is due now, marks it fired and reports true: the caller
-// hands it to the executor (and counts it no longer pending if it was).
-// A Reset may postpone t meanwhile, without the lock: marking it fired is a
-// compare-and-swap against the due tick that placing it read, and a timer
-// postponed since is placed again by its new deadline. Called with mu held.
-func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
+// link places t, pending and linked nowhere, in the bucket of its deadline
+// (exact as place says), or, if it is due now, marks it fired and reports
+// true: the caller hands it to the executor (and counts it no longer
+// pending if it was). A Reset may postpone t meanwhile, without the lock:
+// marking it fired is a compare-and-swap against the deadline that placing
+// it read, and a timer postponed since is placed again by its new
+// deadline. Called with mu held.
+func (sh *shard) link(t *Timer, now int64, exact bool) (fired bool) {
 	for {
 		w := t.w.Load()
 		if debugChecks {
@@ -319,10 +342,10 @@ func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
 				panic(fmt.Sprintf("timingwheel: internal error: link of a timer in state %d", s))
 			}
 		}
-		if !sh.place(t, w>>stateBits, nowTick) {
+		if !sh.place(t, w>>stateBits, now, exact) {
 			return false
 		}
-		// The due tick stays in the word, for the lateness runTimer
+		// The deadline stays in the word, for the lateness runTimer
 		// records.
 		if t.w.CompareAndSwap(w, pack(w>>stateBits, stateFired)) {
 			return true
@@ -333,9 +356,9 @@ func (sh *shard) link(t *Timer, nowTick int64) (fired bool) {
 // admit places t, newly armed (pending, with its due tick, and linked
 // nowhere), or hands it to the executor if it is due: how every arming of a
 // timer enters the wheel. Called with mu held.
-func (sh *shard) admit(t *Timer, nowTick int64) {
+func (sh *shard) admit(t *Timer, now int64) {
 	sh.stats.armed++
-	if sh.link(t, nowTick) {
+	if sh.link(t, now, true) {
 		sh.stats.fired++
 		touch(sh.poolHome, "executor")
 		sh.pool.Submit(t)
@@ -347,9 +370,9 @@ func (sh *shard) admit(t *Timer, nowTick int64) {
 // admitReserved is admit for a timer that holds a place in WithMaxPending's
 // bound, reserved by the caller under mu: the place becomes the timer's, or
 // is given back if the timer is due at once. Called with mu held.
-func (sh *shard) admitReserved(t *Timer, nowTick int64) {
+func (sh *shard) admitReserved(t *Timer, now int64) {
 	sh.stats.armed++
-	if sh.link(t, nowTick) {
+	if sh.link(t, now, true) {
 		sh.release(1)
 		sh.stats.fired++
 		touch(sh.poolHome, "executor")
@@ -362,8 +385,8 @@ func (sh *shard) admitReserved(t *Timer, nowTick int64) {
 // relink places t again after its due tick moved (pending, counted, and
 // linked nowhere), or hands it to the executor if it is due now. Called
 // with mu held.
-func (sh *shard) relink(t *Timer, nowTick int64) {
-	if sh.link(t, nowTick) {
+func (sh *shard) relink(t *Timer, now int64) {
+	if sh.link(t, now, true) {
 		sh.addPendingOf(t, -1)
 		sh.stats.fired++
 		touch(sh.poolHome, "executor")
@@ -390,8 +413,6 @@ func (sh *shard) drain(now int64) {
 	if t == nil {
 		return
 	}
-	st := sh.st
-	nowTick := floorDiv(now, st.tick)
 	for t != nil {
 		// Read the link first: once t leaves the queued states it may be
 		// pushed again. Clear it, so that a drained timer its owner keeps
@@ -417,11 +438,10 @@ func (sh *shard) drain(now int64) {
 			if s != stateQueued {
 				break // cannot happen: only queued timers are on the stack
 			}
-			// The deadline becomes the due tick.
-			if !t.w.CompareAndSwap(w, pack(st.dueTick(v), statePending)) {
+			if !t.w.CompareAndSwap(w, pack(v, statePending)) {
 				continue
 			}
-			sh.admit(t, nowTick)
+			sh.admit(t, now)
 			break
 		}
 		t = next
@@ -499,8 +519,8 @@ func (sh *shard) checkInvariants() error {
 		for l := range sh.cascade[i].lane {
 			root := &sh.cascade[i].lane[l]
 			for t := root.next; t != root; t = t.next {
-				if d, _ := unpack(t.w.Load()); d < sh.cascadeDue[i] {
-					return fmt.Errorf("cascade[%d]: a timer due at %d before cascadeDue %d", i, d, sh.cascadeDue[i])
+				if v, _ := unpack(t.w.Load()); sh.st.dueTick(sh.st.fromValue(v)) < sh.cascadeDue[i] {
+					return fmt.Errorf("cascade[%d]: a timer due at tick %d before cascadeDue %d", i, sh.st.dueTick(sh.st.fromValue(v)), sh.cascadeDue[i])
 				}
 			}
 		}
@@ -510,8 +530,8 @@ func (sh *shard) checkInvariants() error {
 	}
 	for i := range sh.never.lane {
 		for root, t := &sh.never.lane[i], sh.never.lane[i].next; t != root; t = t.next {
-			if d, _ := unpack(t.w.Load()); d < sh.st.neverTick {
-				return fmt.Errorf("never: a timer due at %d, before %d", d, sh.st.neverTick)
+			if v, _ := unpack(t.w.Load()); sh.st.dueTick(sh.st.fromValue(v)) < sh.st.neverTick {
+				return fmt.Errorf("never: a timer due at tick %d, before %d", sh.st.dueTick(sh.st.fromValue(v)), sh.st.neverTick)
 			}
 		}
 	}
@@ -546,19 +566,21 @@ func (sh *shard) checkBucket(lv *level, b *bucket, where func() string) error {
 	}
 	for j := range b.root.lane {
 		for root, t := &b.root.lane[j], b.root.lane[j].next; t != root; t = t.next {
-			// A Reset may postpone t without the lock: its due tick only
-			// grows, so the limits below hold for the tick it was placed by.
-			d, _ := unpack(t.w.Load())
+			// A Reset may postpone t without the lock: its deadline only
+			// grows, so the limits below hold for the one it was placed by.
+			v, _ := unpack(t.w.Load())
+			when := sh.st.fromValue(v)
+			d := sh.st.dueTick(when)
 			// The bucket must expire no later than the start of the
 			// timer's own bucket at this level (or than the next tick,
 			// for a timer parked after the clock went backwards), so the
 			// timer is never late.
-			limit := max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1)
+			limit := satMul(max(floorDiv(d, lv.tick)*lv.tick, sh.c0+1), sh.st.tick)
 			if b.queued > limit {
-				return fmt.Errorf("%s: queued at %d, later than %d for a timer due at %d", where(), b.queued, limit, d)
+				return fmt.Errorf("%s: queued at %d ns, later than %d for a timer due at %d", where(), b.queued, limit, when)
 			}
-			if b.minD > max(d, sh.c0+1) {
-				return fmt.Errorf("%s: earliest due tick %d, but a timer is due at %d", where(), b.minD, d)
+			if b.minD > max(when, satMul(sh.c0+1, sh.st.tick)) {
+				return fmt.Errorf("%s: earliest deadline %d, but a timer is due at %d", where(), b.minD, when)
 			}
 		}
 	}

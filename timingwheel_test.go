@@ -134,7 +134,8 @@ func TestIntegerHelpers(t *testing.T) {
 // TestPlaceExhaustive checks, for small wheels and every wheel time and due
 // tick in a range, that place picks the lowest level whose window holds the
 // tick, the bucket of the tick's turn of that level, and queues the bucket
-// no later than the tick.
+// no later than the tick; the deadlines are at the ends of their ticks, and
+// placed by their ticks (not exact: see place).
 func TestPlaceExhaustive(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 7, 8, 10} {
 		t.Run(fmt.Sprintf("size=%d", n), func(t *testing.T) {
@@ -147,8 +148,9 @@ func TestPlaceExhaustive(t *testing.T) {
 				sh.advance(c0)
 				for d := c0 + 1; d < c0+int64(n*n*n+2); d++ {
 					tm := &Timer{sh: sh}
-					tm.w.Store(pack(d, statePending))
-					require.False(t, sh.place(tm, d, c0))
+					ms := int64(time.Millisecond)
+					tm.w.Store(pack(st.toValue(d*ms), statePending))
+					require.False(t, sh.place(tm, st.toValue(d*ms), c0*ms, false))
 
 					// Reference: the lowest k with d - cur_k < n^(k+1).
 					k, tick := 0, int64(1)
@@ -163,8 +165,8 @@ func TestPlaceExhaustive(t *testing.T) {
 					lv := sh.levels[k]
 					b := sh.bucket(lv, floorMod(floorDiv(d, tick), int64(n)))
 					require.True(t, b.root.holds(tm), "c0=%d d=%d: not in level %d bucket", c0, d, k)
-					require.LessOrEqual(t, b.queued, d, "c0=%d d=%d: bucket queued after the tick", c0, d)
-					require.Greater(t, b.queued, c0, "c0=%d d=%d: bucket queued at or before the wheel time", c0, d)
+					require.LessOrEqual(t, b.queued, d*ms, "c0=%d d=%d: bucket queued after the tick", c0, d)
+					require.Greater(t, b.queued, c0*ms, "c0=%d d=%d: bucket queued at or before the wheel time", c0, d)
 					tm.unlink()
 					b.queued = notQueued
 				}
@@ -771,35 +773,39 @@ func TestClockBackwardsNeverEarly(t *testing.T) {
 	fc := newFakeClock()
 	st := newManual(t, fc)
 	defer st.Stop()
-	var firedAt []time.Time
-	record := func() { firedAt = append(firedAt, fc.Now()) }
+	var beforeAt, afterAt []time.Time
 	fc.Add(10 * time.Second)
 	_, err := st.AfterFunc(time.Millisecond, func() {})
 	require.NoError(t, err)
 	fc.Add(time.Millisecond)
 	st.step() // the wheel time is now 10.001s
-	before, err := st.AfterFunc(time.Second, record)
+	before, err := st.AfterFunc(time.Second, func() { beforeAt = append(beforeAt, fc.Now()) })
 	require.NoError(t, err)
 	beforeDeadline := fc.Now().Add(time.Second)
 
 	fc.Add(-time.Hour)
 	deadline := fc.Now().Add(2 * time.Second)
-	_, err = st.AfterFunc(2*time.Second, record)
+	_, err = st.AfterFunc(2*time.Second, func() { afterAt = append(afterAt, fc.Now()) })
 	require.NoError(t, err)
-	// Nothing fires before its deadline by the clock; the timer armed
-	// after the jump may wait until the clock is back where the wheel was.
+	// Nothing fires before its deadline by the clock: the timer armed
+	// before the jump waits until the clock is back where it was; the one
+	// armed after it fires at its own deadline, within a tick, though the
+	// wheel time is an hour ahead of the clock.
 	for range 2000 {
 		fc.Add(5 * time.Millisecond)
 		st.step()
-		require.Empty(t, firedAt, "fired while the clock was behind")
+		require.Empty(t, beforeAt, "fired while the clock was behind")
+		for _, at := range afterAt {
+			require.False(t, at.Before(deadline), "fired before its deadline")
+		}
 	}
+	require.Len(t, afterAt, 1)
+	require.LessOrEqual(t, afterAt[0].Sub(deadline), 5*time.Millisecond+time.Duration(st.tick), "late by more than a step and a tick")
 	fc.Add(time.Hour)
 	st.step()
-	require.Len(t, firedAt, 2)
-	for _, at := range firedAt {
-		require.False(t, at.Before(beforeDeadline))
-		require.False(t, at.Before(deadline))
-	}
+	require.Len(t, beforeAt, 1)
+	require.False(t, beforeAt[0].Before(beforeDeadline))
+	require.Len(t, afterAt, 1)
 	assert.False(t, before.Stop())
 }
 

@@ -60,7 +60,7 @@ func dueNs(st *SystemTimer, tm *Timer) int64 {
 	tm.sh.mu.Lock()
 	defer tm.sh.mu.Unlock()
 	due, _ := unpack(tm.w.Load())
-	return due * st.tick
+	return st.fromValue(due)
 }
 
 // TestWallClockDeadlineAfterStep: a deadline without a monotonic reading

@@ -41,8 +41,7 @@ type Batch struct {
 	Slot int
 	// At is Config.Now, read before the batch's first item: an item starts
 	// later by the run time of the items before it in the batch.
-	At   int64
-	Memo struct{ Key, At, Val int64 } // Run's, kept for the batch's next items
+	At int64
 }
 
 const (

@@ -5,8 +5,8 @@ package main
 var mutants = []mutant{
 	{
 		name: "rearm-publish-early", file: "timer.go",
-		old: "if !t.w.CompareAndSwap(w, pack(when, stateOwned)) {\n\t\t\t\tcontinue",
-		new: "if !t.w.CompareAndSwap(w, pack(when, stateQueued)) {\n\t\t\t\tcontinue",
+		old: "if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateOwned)) {\n\t\t\t\tcontinue",
+		new: "if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateQueued)) {\n\t\t\t\tcontinue",
 		why: "a re-arm publishes the timer queued before its push succeeded",
 	},
 	{
@@ -95,8 +95,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "resetlocked-leave-first", file: "timer.go",
-		old: "\t\t\t\tt.unlink()\n\t\t\t\tfailpoint(\"resetLocked:unlinked\")\n\t\t\t\tsh.leavePending(t, nowTick, stateFired)",
-		new: "\t\t\t\tsh.leavePending(t, nowTick, stateFired)\n\t\t\t\tfailpoint(\"resetLocked:unlinked\")\n\t\t\t\tt.unlink()",
+		old: "\t\t\t\tt.unlink()\n\t\t\t\tfailpoint(\"resetLocked:unlinked\")\n\t\t\t\tsh.leavePending(t, st.toValue(now), stateFired)",
+		new: "\t\t\t\tsh.leavePending(t, st.toValue(now), stateFired)\n\t\t\t\tfailpoint(\"resetLocked:unlinked\")\n\t\t\t\tt.unlink()",
 		why: "Reset(0) of a pending timer marks it fired before unlinking it",
 	},
 	{
@@ -107,8 +107,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "stop-stale-shard", file: "timer.go",
-		old:  "\tif t.shard() == nil {\n\t\tpanic(\"timingwheel: Stop called on an unbound Timer\")",
-		new:  "\tsh0 := t.shard()\n\tif sh0 == nil {\n\t\tpanic(\"timingwheel: Stop called on an unbound Timer\")",
+		old:  "\tt.checkBound(\"Stop\")\n",
+		new:  "\tt.checkBound(\"Stop\")\n\tsh0 := t.shard()\n",
 		more: []string{"\t\t\t\tt.shard().unstack(t) // owned: it stays on this shard", "\t\t\t\tsh0.unstack(t) // owned: it stays on this shard"},
 		why:  "Stop takes a timer off the stack of the shard it read before a Reset moved the timer",
 	},
@@ -145,21 +145,9 @@ var mutants = []mutant{
 		why:  "a re-arm uses the shard it read before it owned the timer (ABA: moved and stopped meanwhile)",
 	},
 	{
-		name: "token-never-redealt", file: "tokens.go",
-		old: "\tif c := d.cleared.Load(); c != 0 && now-time.Duration(c) >= strandAfter {",
-		new: "\tif c := d.cleared.Load(); false && c != 0 && now-time.Duration(c) >= strandAfter {",
-		why: "a stranded shard token is never dealt anew: a processor places by another's shard until two collections",
-	},
-	{
-		name: "token-stale-used", file: "tokens.go",
-		old: "\treturn tok.slot.cur.Load() == tok.gen\n",
-		new: "\treturn tok.slot.cur.Load() != 0\n",
-		why: "a token whose shard was dealt anew is still used: two processors share a shard",
-	},
-	{
 		name: "place-by-address", file: "systemtimer.go",
-		old: "\treturn st.localShardPush(st.shardOf(t), push)",
-		new: "\treturn st.shardOf(t), countOnShard",
+		old: "\tt.sh, pc = st.localShardPush(st.shardOf(t), push)",
+		new: "\tt.sh, pc = st.shardOf(t), countOnShard",
 		why: "a new timer goes to the shard of its address, not to its processor's",
 	},
 	{
@@ -283,22 +271,52 @@ var mutants = []mutant{
 		why: "a Submit wakes one idle goroutine, however many items it queues",
 	},
 	{
+		name: "level0-key-tick", file: "timingwheel.go",
+		old: "\t\tif k == 0 && exact {\n\t\t\tkey = when",
+		new: "\t\tif false {\n\t\t\tkey = when",
+		why: "a level-0 bucket is queued at the end of its tick, not at its earliest deadline: a timer alone runs up to a tick late",
+	},
+	{
+		name: "due-by-tick", file: "timingwheel.go",
+		old: "\tif when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {",
+		new: "\tif d <= sh.c0 || !exact && d == sh.c0+1 {",
+		why: "a timer whose tick the wheel has reached is due, though its deadline, later in the tick, has not come: early",
+	},
+	{
+		name: "transit-waits-tick", file: "timingwheel.go",
+		old: "\tif when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {",
+		new: "\tif when <= now && d <= sh.c0 {",
+		why: "the timers of a bucket expired at its earliest deadline wait for the end of the tick: late",
+	},
+	{
+		name: "advance-whole-tick", file: "driver.go",
+		old: "\tsh.advance(floorDiv(ref.exp, st.tick))",
+		new: "\tsh.advance(st.dueTick(ref.exp))",
+		why: "a level-0 bucket expired at its earliest deadline moves the wheel to the end of its tick: the rest of it waits a tick more",
+	},
+	{
+		name: "postpone-earlier-unlocked", file: "timer.go",
+		old: "\t\t\tif st.toValue(when) < v {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
+		new: "\t\t\tif false {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
+		why: "a Reset to an earlier deadline changes the word without the lock: the timer stays in a bucket that expires too late",
+	},
+	{
 		name: "follow-unowned", file: "timer.go",
 		old: "\tif to == sh || !t.w.CompareAndSwap(w, pack(0, stateOwned)) {\n\t\treturn\n\t}",
 		new: "\tif to == sh {\n\t\treturn\n\t}",
 		why: "a re-arm under WithMaxPending moves the timer without owning it: a Stop acts on it meanwhile",
 	},
 	{
-		name: "token-count-lost", file: "tokens.go",
-		old: "\t\ttok.sh.pushed.Add(tok.pushes)",
-		new: "\t\ttok.sh.pushed.Add(0 * tok.pushes)",
-		why: "pushes a processor counts in its token never reach its shard's count: the incoming stack grows without bound",
+		name: "proc-count-lost", file: "systemtimer.go",
+		old: "\t\t\tsh.pushed.Add(c.pushes)",
+		new: "\t\t\tsh.pushed.Add(0 * c.pushes)",
+		why: "pushes a processor counts never reach its shard's count: the incoming stack grows without bound",
 	},
 	{
-		name: "token-count-unseen", file: "systemtimer.go",
+		name: "proc-count-unseen", file: "systemtimer.go",
 		old: "\t\treturn sh.pushed.Load() >= drainDepth",
 		new: "\t\treturn false",
-		why: "a push counted in the processor's token never drains, whatever the shard's count",
+		why: "a push the processor counted never drains, whatever the shard's count",
 	},
 	{
 		name: "reset-ignores-count", file: "timer.go",

@@ -1,0 +1,108 @@
+package timingwheel
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
+)
+
+// TestTimerAloneFiresAtItsDeadline: a timer alone in its level-0 bucket
+// fires at its deadline, not at the end of its tick: the bucket is queued
+// at the earliest deadline it holds. With a 1ms tick, a timer due at 1.3ms
+// has run once the clock reads 1.3ms, and not at 1.3ms less a nanosecond.
+// Before, it ran at 2ms: a short timer was up to a tick late, and the
+// driver's sleep to the tick's end, a fraction of a millisecond, cost up
+// to a millisecond more in the runtime's netpoller.
+func TestTimerAloneFiresAtItsDeadline(t *testing.T) {
+	for _, d := range []time.Duration{1300 * time.Microsecond, 7*time.Millisecond + 16, 300 * time.Millisecond, 3 * time.Second} {
+		t.Run(d.String(), func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc, WithTick(time.Millisecond))
+			defer st.Stop()
+			ran := 0
+			if _, err := st.AfterFunc(d, func() { ran++ }); err != nil {
+				t.Fatal(err)
+			}
+			fc.Add(d - time.Nanosecond)
+			st.step()
+			if ran != 0 {
+				t.Fatalf("ran a nanosecond before its deadline")
+			}
+			fc.Add(time.Nanosecond)
+			st.step()
+			if ran != 1 {
+				t.Fatalf("not run at its deadline (%v after arming)", d)
+			}
+		})
+	}
+}
+
+// TestBucketLeftoversRunByTheirTick: the timers of a level-0 bucket that
+// are not due when it expires at its earliest deadline come back to it,
+// queued at the end of the tick: none runs before its deadline, and each
+// has run once its tick has passed.
+func TestBucketLeftoversRunByTheirTick(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc, WithTick(time.Millisecond))
+	defer st.Stop()
+	ran := map[time.Duration]time.Duration{} // deadline: when it ran
+	start := fc.Now()
+	for _, d := range []time.Duration{4200 * time.Microsecond, 4500 * time.Microsecond, 4900 * time.Microsecond, 5 * time.Millisecond} {
+		if _, err := st.AfterFunc(d, func() { ran[d] = fc.Now().Sub(start) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for fc.Now().Sub(start) < 6*time.Millisecond {
+		fc.Add(100 * time.Microsecond)
+		st.step()
+		for d, at := range ran {
+			if at < d {
+				t.Fatalf("the timer due at %v ran at %v", d, at)
+			}
+		}
+		if now := fc.Now().Sub(start); now >= 5*time.Millisecond && len(ran) != 4 {
+			t.Fatalf("at %v, the tick of all four has passed and %d ran", now, len(ran))
+		}
+	}
+	if ran[4200*time.Microsecond] != 4200*time.Microsecond {
+		t.Fatalf("the first of the bucket ran at %v, not at its deadline", ran[4200*time.Microsecond])
+	}
+}
+
+// TestGOMAXPROCSRaisedAfterNew: processors beyond the shards New made (and
+// beyond their push counts) share shards: timers armed, reset and stopped
+// from goroutines on every processor all behave.
+func TestGOMAXPROCSRaisedAfterNew(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	st := mustNew(t)
+	defer st.Stop()
+	runtime.GOMAXPROCS(8)
+	var wg sync.WaitGroup
+	fired := make(chan struct{}, 8*100)
+	for range 8 {
+		wg.Go(func() {
+			var tm Timer
+			st.Bind(&tm, func() {})
+			for range 1000 {
+				tm.Reset(time.Hour)
+				if !tm.Stop() {
+					t.Error("Stop of a timer armed an hour out returned false")
+					return
+				}
+			}
+			for range 100 {
+				if _, err := st.AfterFunc(time.Microsecond, func() { fired <- struct{}{} }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for range 8 * 100 {
+		testwait.Recv(t, fired, "a callback")
+	}
+}
