@@ -2,7 +2,10 @@ package timingwheel
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -236,5 +239,86 @@ func TestMaxPendingResetFollows(t *testing.T) {
 	}
 	if s := st.Stats(); s.Migrated < 2 {
 		t.Fatalf("Stats.Migrated = %d, want at least the 2 moves", s.Migrated)
+	}
+}
+
+// TestMaxPendingExactAtRefusal: random armings and stops of timers and
+// Tickers, and re-arms of bound timers, on four shards, under bounds small
+// and large against the shards' caches: every arming succeeds while fewer
+// than the bound are held, and is refused only with exactly the bound
+// held. A bound that refuses before it is reached (a cache that keeps
+// places another shard needs, a take that wants more than is free) fails
+// here.
+func TestMaxPendingExactAtRefusal(t *testing.T) {
+	for _, bound := range []int{1, 2, 3, 17, 40, 100} {
+		t.Run(fmt.Sprint("bound=", bound), func(t *testing.T) {
+			st, here := boundedOnShards(t, bound)
+			rng := rand.New(rand.NewPCG(uint64(bound), 36))
+			type held struct {
+				stop func() bool
+			}
+			var hold []held
+			bound2 := make([]Timer, 8) // bound timers, re-armed by Reset
+			for i := range bound2 {
+				st.Bind(&bound2[i], noop)
+			}
+			armed := make([]bool, len(bound2))
+			count := func() int {
+				n := len(hold)
+				for _, a := range armed {
+					if a {
+						n++
+					}
+				}
+				return n
+			}
+			for op := range 3000 {
+				*here = &st.shards[rng.IntN(4)]
+				before := count()
+				var err error
+				switch r := rng.IntN(10); {
+				case r < 4:
+					var tm *Timer
+					if tm, err = st.AfterFunc(time.Hour, noop); err == nil {
+						hold = append(hold, held{tm.Stop})
+					}
+				case r < 5:
+					var tk *Ticker
+					if tk, err = st.NewTicker(time.Hour); err == nil {
+						hold = append(hold, held{func() bool { tk.Stop(); return true }})
+					}
+				case r < 7:
+					i := rng.IntN(len(bound2))
+					if armed[i] {
+						continue
+					}
+					if _, err = bound2[i].TryReset(time.Hour); err == nil {
+						armed[i] = true
+					}
+				case r < 9 && len(hold) > 0:
+					i := rng.IntN(len(hold))
+					if !hold[i].stop() {
+						t.Fatalf("op %d: Stop of a timer pending an hour out returned false", op)
+					}
+					hold = slices.Delete(hold, i, i+1)
+					continue
+				default:
+					i := rng.IntN(len(bound2))
+					if armed[i] {
+						bound2[i].Stop()
+						armed[i] = false
+					}
+					continue
+				}
+				switch {
+				case err == nil && before >= bound:
+					t.Fatalf("op %d: armed with %d held, bound %d", op, before, bound)
+				case err != nil && !errors.Is(err, ErrTooManyPending):
+					t.Fatalf("op %d: %v", op, err)
+				case err != nil && before < bound:
+					t.Fatalf("op %d: refused with %d held, bound %d", op, before, bound)
+				}
+			}
+		})
 	}
 }
