@@ -43,7 +43,7 @@ func TestCopiedTimerPanics(t *testing.T) {
 			st := newManual(t, fc)
 			defer st.Stop()
 			ran := 0
-			var a session
+			a := session{id: 1}
 			st.Bind(&a.timeout, func() { ran++ })
 			switch state {
 			case "pending":
@@ -54,6 +54,9 @@ func TestCopiedTimerPanics(t *testing.T) {
 			}
 			var b session
 			assign(&b, &a)
+			if b.id != a.id {
+				t.Fatalf("copy holds id %d, want %d", b.id, a.id)
+			}
 			mustPanicCopy(t, "Stop", func() { b.timeout.Stop() })
 			mustPanicCopy(t, "Reset", func() { b.timeout.Reset(time.Minute) })
 			mustPanicCopy(t, "TryReset", func() { _, _ = b.timeout.TryReset(time.Minute) })
