@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -140,7 +139,7 @@ func BenchmarkStorm(b *testing.B) {
 			for b.Loop() {
 				rng := rand.New(rand.NewPCG(1, 2))
 				var left atomic.Int64
-				left.Store(m)
+				left.Store(int64(m))
 				done := make(chan struct{})
 				runtime.GC()
 				c0 := cpuSeconds()
@@ -166,13 +165,4 @@ func BenchmarkStorm(b *testing.B) {
 			b.ReportMetric(cpu/float64(b.N), "cpu-s")
 		})
 	}
-}
-
-// cpuSeconds is the CPU time the process's Go code and runtime have used so
-// far, as the runtime estimates it: its processors' time less their idle
-// time.
-func cpuSeconds() float64 {
-	s := []metrics.Sample{{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}}
-	metrics.Read(s)
-	return s[0].Value.Float64() - s[1].Value.Float64()
 }
