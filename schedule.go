@@ -147,7 +147,7 @@ func (p *periodic) run() {
 //
 // The Scheduler is user code: rearm calls it with the shard's lock released,
 // and takes the lock again after it (no deferred unlock spans the call, so
-// a panic in Next leaves the lock as it found it: issue 18, defect 5). A
+// a panic in Next leaves the lock as it found it, released). A
 // Next that panics, or that gives a time not after the previous one, ends
 // the series, and the panic handler hears of it.
 func (p *periodic) rearm() {

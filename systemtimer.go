@@ -505,7 +505,7 @@ const drainDepth = 1024
 
 // closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop
 // swaps it in when it takes the stack, and a push that finds it fails. So a
-// timer is never pushed on a stack nobody will take (issue 18, defect 4).
+// timer is never pushed on a stack nobody will take, and lost.
 var closedStack = new(Timer)
 
 // push puts t, queued (or owned by its pusher), on its shard's incoming

@@ -330,7 +330,7 @@ func (sh *shard) unstack(t *Timer) {
 //
 // t is unlinked before its state leaves pending: once it is stopped, a
 // Reset on another goroutine may re-arm it without the lock and write its
-// next link (issue 18, defect 1).
+// next link while it is still in the bucket's list.
 func (sh *shard) stopPending(t *Timer) bool {
 	if _, s := unpack(t.w.Load()); s != statePending {
 		return false
