@@ -103,7 +103,7 @@ func NewTimerCollector(st *timingwheel.SystemTimer, opts ...Option) prometheus.C
 	}
 	c := newCollector(st.Stats, "timingwheel", opts, func(s *timingwheel.Stats) *timingwheel.Histogram { return &s.Lateness })
 	c.lateness = c.desc("callback_lateness_seconds",
-		"How late timer callbacks started: start minus the deadline rounded up to the tick.")
+		"How late timer callbacks started: start minus the deadline.")
 	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
 	c.add(gauge, "timers_pending", "Timers pending.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Pending) })
