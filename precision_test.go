@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -104,5 +105,31 @@ func TestGOMAXPROCSRaisedAfterNew(t *testing.T) {
 	wg.Wait()
 	for range 8 * 100 {
 		testwait.Recv(t, fired, "a callback")
+	}
+}
+
+// TestToValueRoundsUpAndSaturates: a deadline becomes a state word's value
+// rounded up to the unit, never below it (never early), saturating at
+// maxValue (never) and at -maxValue, at every unit the tick allows.
+func TestToValueRoundsUpAndSaturates(t *testing.T) {
+	for _, tick := range []time.Duration{time.Millisecond, 24 * time.Nanosecond, 4 * time.Nanosecond, 3 * time.Nanosecond, time.Nanosecond} {
+		st := &SystemTimer{tick: int64(tick)}
+		for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
+		}
+		st.vround = 1<<st.vshift - 1
+		unit := int64(1) << st.vshift
+		edge := min(maxValue, math.MaxInt64/unit) * unit // the largest deadline a value holds, or near it
+		for _, when := range []int64{math.MinInt64, -edge - 1, -5, -1, 0, 1, unit - 1, unit, unit + 1, 1e9 + 3, edge - 1, edge, edge + 1, math.MaxInt64 - unit, math.MaxInt64 - 1, math.MaxInt64} {
+			v := st.toValue(when)
+			if v < -maxValue || v > maxValue {
+				t.Fatalf("tick %v: toValue(%d) = %d, outside ±maxValue", tick, when, v)
+			}
+			if v < maxValue && v > -maxValue && v <= math.MaxInt64/unit && (v*unit < when || v*unit-when >= unit) {
+				t.Fatalf("tick %v: toValue(%d) = %d: %d ns, not the deadline rounded up to %d ns", tick, when, v, v*unit, unit)
+			}
+			if when >= 0 && v < 0 || when >= math.MaxInt64-unit && v != maxValue && v*unit < when {
+				t.Fatalf("tick %v: toValue(%d) = %d, early", tick, when, v)
+			}
+		}
 	}
 }

@@ -55,7 +55,8 @@ type SystemTimer struct {
 	// due ticks to it, and place keeps such timers in a list of their
 	// own, which no bucket expiry reaches.
 	neverTick int64
-	vshift    uint // a state word's deadline is in units of 1<<vshift ns: see toValue
+	vshift    uint  // a state word's deadline is in units of 1<<vshift ns: see toValue
+	vround    int64 // 1<<vshift - 1: added before the shift, to round up
 
 	shards     []shard
 	shardShift uint        // a timer's shard by address is the top bits of its address hash
@@ -124,6 +125,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	// years (at 1ns) never come, as before.
 	for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
 	}
+	st.vround = 1<<st.vshift - 1
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -292,7 +294,11 @@ func (st *SystemTimer) dueTick(when int64) int64 {
 // (it never comes). The unit divides the tick, so rounding up to it never
 // moves a deadline to a later tick.
 func (st *SystemTimer) toValue(when int64) int64 {
-	return max(min(satAdd(when, 1<<st.vshift-1)>>st.vshift, maxValue), -maxValue)
+	r := when + st.vround
+	if r < when { // past math.MaxInt64: never
+		return maxValue
+	}
+	return max(min(r>>(st.vshift&63), maxValue), -maxValue)
 }
 
 // fromValue returns the deadline, in ns since the epoch, of a state word's

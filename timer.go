@@ -418,15 +418,16 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 // timer there.
 func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 	st := t.shard().st
+	nv := st.toValue(when)
 	for {
 		w := t.w.Load()
 		failpoint("reset:read")
 		switch v, s := unpack(w); s {
 		case statePending:
-			if st.toValue(when) < v {
+			if nv < v {
 				return t.resetLocked(when, now) // earlier: its bucket may expire too late
 			}
-			if t.w.CompareAndSwap(w, pack(st.toValue(when), statePending)) {
+			if t.w.CompareAndSwap(w, pack(nv, statePending)) {
 				return true, nil
 			}
 		case stateQueued, stateQueuedStopped:
@@ -436,7 +437,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			if when < t.shard().wakeAt.Load() {
 				return t.resetLocked(when, now)
 			}
-			if t.w.CompareAndSwap(w, pack(st.toValue(when), stateQueued)) {
+			if t.w.CompareAndSwap(w, pack(nv, stateQueued)) {
 				// Its shard now: the word may have come back to w
 				// since it was read, the timer moved.
 				if sh := t.shard(); when < sh.wakeAt.Load() {
@@ -457,7 +458,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			}
 			// Take the timer (see the states): from here until it is
 			// queued, nobody else acts on it.
-			if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateOwned)) {
+			if !t.w.CompareAndSwap(w, pack(nv, stateOwned)) {
 				continue
 			}
 			// Owned: its shard is read now, and stays. Read before the

@@ -5,8 +5,8 @@ package main
 var mutants = []mutant{
 	{
 		name: "rearm-publish-early", file: "timer.go",
-		old: "if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateOwned)) {\n\t\t\t\tcontinue",
-		new: "if !t.w.CompareAndSwap(w, pack(st.toValue(when), stateQueued)) {\n\t\t\t\tcontinue",
+		old: "if !t.w.CompareAndSwap(w, pack(nv, stateOwned)) {\n\t\t\t\tcontinue",
+		new: "if !t.w.CompareAndSwap(w, pack(nv, stateQueued)) {\n\t\t\t\tcontinue",
 		why: "a re-arm publishes the timer queued before its push succeeded",
 	},
 	{
@@ -296,7 +296,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "postpone-earlier-unlocked", file: "timer.go",
-		old: "\t\t\tif st.toValue(when) < v {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
+		old: "\t\t\tif nv < v {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
 		new: "\t\t\tif false {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
 		why: "a Reset to an earlier deadline changes the word without the lock: the timer stays in a bucket that expires too late",
 	},
