@@ -487,7 +487,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 				// not armed. Put back the state nobody else saw changed,
 				// unless SystemTimer.Stop returned the timer meanwhile
 				// for a run it owed (see SystemTimer.Stop).
-				t.w.CompareAndSwap(pack(st.toValue(when), stateOwned), w)
+				t.w.CompareAndSwap(pack(nv, stateOwned), w)
 				return false, ErrStopped
 			}
 			failpoint("reset:pushed")
@@ -495,7 +495,7 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// the drainer and SystemTimer.Stop wait for it, and the only
 			// other writer, the executor's Close in SystemTimer.Stop, runs
 			// after every shard's stack was taken, which waited for this.
-			if !t.w.CompareAndSwap(pack(st.toValue(when), stateOwned), pack(st.toValue(when), stateQueued)) && debugChecks {
+			if !t.w.CompareAndSwap(pack(nv, stateOwned), pack(nv, stateQueued)) && debugChecks {
 				panic("timingwheel: internal error: an arming timer changed under its pusher")
 			}
 			if sh.countPush(pc) || when < sh.wakeAt.Load() {
