@@ -297,7 +297,7 @@ var mutants = []mutant{
 	{
 		name: "postpone-earlier-unlocked", file: "timer.go",
 		old: "\t\t\tif nv < v {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
-		new: "\t\t\tif false {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
+		new: "\t\t\tif nv < v && false {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
 		why: "a Reset to an earlier deadline changes the word without the lock: the timer stays in a bucket that expires too late",
 	},
 	{
