@@ -303,7 +303,7 @@ var mutants = []mutant{
 	{
 		name: "settle-no-publish", file: "driver.go",
 		old: "\tsh.wakeAt.Store(w)\n\tif sh.incoming.Load() != nil {",
-		new: "\tif sh.incoming.Load() != nil {",
+		new: "\t_ = w\n\tif sh.incoming.Load() != nil {",
 		why: "the driver does not publish when it next drains: an arming due before that is left on the stack, late",
 	},
 	{

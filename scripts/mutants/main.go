@@ -65,6 +65,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per mutant")
 	only := flag.String("only", "", "run only the mutants whose name matches this regexp")
 	list := flag.Bool("list", false, "list the mutants and exit")
+	build := flag.Bool("build", false, "only check that each mutant compiles (go vet of its package, plain and with failpoints), and exit")
 	timeout := flag.Duration("timeout", 10*time.Minute, "bound on one stage")
 	flag.Parse()
 	if *list {
@@ -81,6 +82,19 @@ func main() {
 	defer os.RemoveAll(tmp)
 	copyTree(root, tmp)
 
+	if *build {
+		bad := 0
+		for _, m := range mutants {
+			if sel.MatchString(m.name) && !builds(tmp, m) {
+				bad++
+			}
+		}
+		if bad > 0 {
+			fmt.Printf("%d mutant(s) do not build\n", bad)
+			os.Exit(1)
+		}
+		return
+	}
 	fmt.Printf("| mutant | file | killed | by | time to kill, each run |\n|---|---|---|---|---|\n")
 	failed := 0
 	for _, m := range mutants {
@@ -110,13 +124,28 @@ func (r result) String(m mutant) string {
 	return fmt.Sprintf("| %s | %s | %d of %d | %s | %s |", m.name, m.file, r.killed, len(r.times), strings.Join(by, ", "), strings.Join(r.times, ", "))
 }
 
-// runMutant applies m to the copy at dir, builds the package's test
-// binaries, and runs the stages runs times.
-func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
+// builds applies m to the copy at dir and reports whether the package of
+// its file, tests included, type-checks and vets, plain and with the
+// failpoints; it says why not.
+func builds(dir string, m mutant) bool {
+	defer apply(dir, m)()
+	ok := true
+	pkg := "./" + filepath.ToSlash(filepath.Dir(m.file))
+	for _, tags := range []string{"", "timingwheel_failpoints"} {
+		if out, err := command(context.Background(), dir, "go", "vet", "-tags", tags, pkg).CombinedOutput(); err != nil {
+			fmt.Printf("mutant %s does not build (tags %q):\n%s\n", m.name, tags, out)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// apply applies m to the copy at dir, and returns the function that takes
+// it out again.
+func apply(dir string, m mutant) (restore func()) {
 	path := filepath.Join(dir, m.file)
 	orig, err := os.ReadFile(path)
 	check(err)
-	defer func() { check(os.WriteFile(path, orig, 0o644)) }()
 	src := orig
 	pairs := append([]string{m.old, m.new}, m.more...)
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -127,6 +156,13 @@ func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
 		src = bytes.Replace(src, []byte(pairs[i]), []byte(pairs[i+1]), 1)
 	}
 	check(os.WriteFile(path, src, 0o644))
+	return func() { check(os.WriteFile(path, orig, 0o644)) }
+}
+
+// runMutant applies m to the copy at dir, builds the package's test
+// binaries, and runs the stages runs times.
+func runMutant(dir string, m mutant, runs int, timeout time.Duration) result {
+	defer apply(dir, m)()
 
 	var r result
 	// A mutant that does not compile is no mutant: a mistake in the list.
