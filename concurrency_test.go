@@ -288,10 +288,10 @@ func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 	settle(t, st, timers)
 }
 
-// TestConcurrentStopResetOneTimer is issue 18's defect 1: Stop of a pending
-// timer racing Reset(d > 0) of it. Stop moved the timer to stopped before
-// unlinking it, so a Reset that saw it stopped pushed it on the incoming
-// stack and wrote its next link while Stop's unlink read it: a nil
+// TestConcurrentStopResetOneTimer races Stop of a pending timer against
+// Reset(d > 0) of it. A Stop that moved the timer to stopped before
+// unlinking it would let a Reset that saw it stopped push it on the
+// incoming stack and write its next link while Stop's unlink read it: a nil
 // dereference, or timers cut off the stack and lost. The other timers on
 // the stack must all still be pending at the end.
 func TestConcurrentStopResetOneTimer(t *testing.T) {
@@ -346,11 +346,12 @@ func TestConcurrentStopResetOneTimer(t *testing.T) {
 	})
 }
 
-// TestConcurrentResetZeroResetLater is issue 18's defect 2: Reset(0) of a
-// pending timer moved it to fired before unlinking it, so a Reset(1h) that
-// saw it fired corrupted the lists as in defect 1. Every Reset(0) hands a
-// run over, whatever the timer's state, and the hour never comes: the runs
-// must equal the Reset(0) calls.
+// TestConcurrentResetZeroResetLater races Reset(0) of a pending timer
+// against Reset(1h) of it. A Reset(0) that moved the timer to fired before
+// unlinking it would let a Reset(1h) that saw it fired corrupt the lists,
+// as in TestConcurrentStopResetOneTimer. Every Reset(0) hands a run over,
+// whatever the timer's state, and the hour never comes: the runs must equal
+// the Reset(0) calls.
 func TestConcurrentResetZeroResetLater(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
@@ -386,11 +387,12 @@ func TestConcurrentResetZeroResetLater(t *testing.T) {
 	})
 }
 
-// TestConcurrentSystemStopArming is issue 18's defect 3: a pusher that
-// found its shard's stack deep drained it itself, placing its own timer,
-// and then, seeing Stop begun, reported ErrStopped for a timer that Stop
-// returned. Stop must return exactly the timers whose AfterFunc or
-// TryReset succeeded (and that were not stopped since), each once.
+// TestConcurrentSystemStopArming races armings against SystemTimer.Stop. A
+// pusher that finds its shard's stack deep drains it itself, placing its
+// own timer; one that then saw Stop begun and reported ErrStopped would
+// fail an arming whose timer Stop returns. Stop must return exactly the
+// timers whose AfterFunc or TryReset succeeded (and that were not stopped
+// since), each once.
 func TestConcurrentSystemStopArming(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
@@ -490,15 +492,16 @@ func sameTimers(got, want []*Timer) string {
 	return fmt.Sprintf("%d armed timers missing, %d returned twice, %d returned that were never armed", missing, twice, len(seen))
 }
 
-// TestConcurrentRearmSystemStop is issue 18's defect 4: a Reset that
-// re-armed a stopped timer pushed it, without the lock, on a stack that
-// SystemTimer.Stop had already taken; a Timer.Stop made it queued-stopped
-// before the pusher took it back, and it was left on a stack nobody drains.
-// After SystemTimer.Stop returned, TryReset revived it (nil error), Stop
-// returned true, it never ran and was never returned. Each timer has a
-// goroutine looping TryReset and one looping Stop; once SystemTimer.Stop
-// has returned, every TryReset must fail and every Stop return false, and
-// Stop must have returned each timer at most once.
+// TestConcurrentRearmSystemStop races re-arming against SystemTimer.Stop. A
+// Reset that re-arms a stopped timer pushes it, without the lock, on a
+// stack that SystemTimer.Stop may have taken already. Were a Timer.Stop to
+// make it queued-stopped before the pusher took it back, it would be left
+// on a stack nobody drains: after SystemTimer.Stop returned, TryReset would
+// revive it (nil error) and Stop return true, and it would never run nor
+// be returned. Each timer has a goroutine looping TryReset and one looping
+// Stop; once SystemTimer.Stop has returned, every TryReset must fail and
+// every Stop return false, and Stop must have returned each timer at most
+// once.
 func TestConcurrentRearmSystemStop(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)

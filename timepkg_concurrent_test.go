@@ -64,8 +64,9 @@ func TestConcurrentTimerReset(t *testing.T) {
 }
 
 // TestConcurrentTimerResetStop: goroutines Reset one timer while others
-// Stop it (the time package's test of the same name, looped; issue 18's
-// defect 1 was exactly this).
+// Stop it (the time package's test of the same name, looped; a Stop that
+// left pending before unlinking fails it, as in
+// TestConcurrentStopResetOneTimer).
 func TestConcurrentTimerResetStop(t *testing.T) {
 	isolate.Run(t, stressTimeout, func(t *testing.T) {
 		preempting(t)
