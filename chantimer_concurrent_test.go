@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-timingwheel/timingwheel/internal/isolate"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
 )
 
@@ -25,13 +24,8 @@ import (
 // the delivery. Exactly one of "a value was received" and "Stop returned
 // true" holds, and nothing comes after Stop.
 func TestConcurrentChanStopFire(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Stop()
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
 		rng := rand.New(rand.NewPCG(1, 2))
 		for i := range iters(2000) {
 			d := time.Duration(rng.IntN(1500)) * time.Microsecond
@@ -69,13 +63,8 @@ func TestConcurrentChanStopFire(t *testing.T) {
 // reports it not pending; the Reset's own value comes once, not before its
 // deadline.
 func TestConcurrentChanResetFire(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Stop()
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
 		rng := rand.New(rand.NewPCG(3, 4))
 		for i := range iters(2000) {
 			d := time.Duration(rng.IntN(1500)) * time.Microsecond
@@ -152,12 +141,8 @@ func spinFor(d time.Duration) {
 // runs deliver. Then each must still work: no crash, hang or race, the
 // state machine not stuck busy, a Ticker that keeps ticking.
 func TestConcurrentChanHammer(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond), WithMaxPending(1000))
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, WithTick(time.Millisecond), WithMaxPending(1000))
 		tm, err := st.NewTimer(time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -238,15 +223,12 @@ func TestConcurrentChanHammer(t *testing.T) {
 // Ticker then still works (a Stop leaves nothing in C, a Reset ticks), and
 // WithMaxPending's count is back to zero.
 func TestConcurrentTickerSystemStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(40) {
-			st, err := New(WithTick(time.Millisecond), WithMaxPending(100))
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, WithTick(time.Millisecond), WithMaxPending(100))
 			tickers := make([]*Ticker, 8)
 			for i := range tickers {
+				var err error
 				if tickers[i], err = st.NewTicker(time.Duration(1+i%3) * time.Millisecond); err != nil {
 					t.Fatal(err)
 				}

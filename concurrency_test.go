@@ -39,6 +39,16 @@ func iters(n int) int {
 }
 
 // preempting raises GOMAXPROCS above the core count for the test: more Ps
+// stress runs body in a child process, bounded by stressTimeout, with
+// GOMAXPROCS above the core count (see preempting).
+func stress(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		body(t)
+	})
+}
+
 // than cores make the OS deschedule goroutines at any instruction.
 func preempting(t *testing.T) {
 	old := runtime.GOMAXPROCS(8)
@@ -171,8 +181,7 @@ func TestConcurrentPairs(t *testing.T) {
 	for i, a := range pairOps {
 		for _, b := range pairOps[i:] {
 			t.Run(a.name+"/"+b.name, func(t *testing.T) {
-				isolate.Run(t, stressTimeout, func(t *testing.T) {
-					preempting(t)
+				stress(t, func(t *testing.T) {
 					racePair(t, a, b, false, false)
 				})
 			})
@@ -206,8 +215,7 @@ func TestConcurrentPairsMaxPendingMigrating(t *testing.T) {
 // raceAllPairs races every pair of operations as subtests of t, in one
 // child process, bounded or migrating as racePair takes them.
 func raceAllPairs(t *testing.T, bounded, migrating bool) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for i, a := range pairOps {
 			for _, b := range pairOps[i:] {
 				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, bounded, migrating) })
@@ -229,10 +237,7 @@ func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 	if !migrating {
 		opts = append(opts, withAddressShards())
 	}
-	st, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustNew(t, opts...)
 	var timers []*counted
 	for len(timers) < 3 {
 		c := newCounted(st)
@@ -295,12 +300,8 @@ func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 // dereference, or timers cut off the stack and lost. The other timers on
 // the stack must all still be pending at the end.
 func TestConcurrentStopResetOneTimer(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(withAddressShards())
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, withAddressShards())
 		c := newCounted(st)
 		var others []*Timer // the fresh timers on c's shard
 		var rest []*Timer
@@ -353,12 +354,8 @@ func TestConcurrentStopResetOneTimer(t *testing.T) {
 // whatever the timer's state, and the hour never comes: the runs must equal
 // the Reset(0) calls.
 func TestConcurrentResetZeroResetLater(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(withAddressShards())
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, withAddressShards())
 		c := newCounted(st)
 		var zeros atomic.Int64
 		var wg sync.WaitGroup
@@ -394,13 +391,9 @@ func TestConcurrentResetZeroResetLater(t *testing.T) {
 // timers whose AfterFunc or TryReset succeeded (and that were not stopped
 // since), each once.
 func TestConcurrentSystemStopArming(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(40) {
-			st, err := New(withAddressShards())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, withAddressShards())
 			const goroutines = 6
 			armed := make([][]*Timer, goroutines)
 			bound := make([][]*Timer, goroutines)
@@ -503,13 +496,9 @@ func sameTimers(got, want []*Timer) string {
 // every Stop return false, and Stop must have returned each timer at most
 // once.
 func TestConcurrentRearmSystemStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(100) {
-			st, err := New(withAddressShards())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, withAddressShards())
 			timers := make([]*Timer, 32)
 			for i := range timers {
 				timers[i] = new(Timer)
