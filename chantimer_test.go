@@ -847,3 +847,29 @@ func TestStopWhileCallbackWaits(t *testing.T) {
 		}
 	})
 }
+
+// TestTickerMaxPendingAfterStop: once the SystemTimer is stopped, a Ticker
+// runs on a timer of the clock, not on the wheel (see NewTimer), and takes
+// no place in WithMaxPending's bound: not an orphaned Ticker's Reset, nor a
+// Ticker made after Stop, or stopped before it and reset after. One that
+// took a place would keep it until its own Stop: the stopped SystemTimer's
+// count would say a timer is pending when none is (Len is 0), and
+// NewTicker would refuse a Ticker that runs on the runtime's timers with
+// ErrTooManyPending.
+func TestTickerMaxPendingAfterStop(t *testing.T) {
+	st := mustNew(t, WithMaxPending(1))
+	st.Stop()
+	a, err := st.NewTicker(time.Hour)
+	if err != nil {
+		t.Fatalf("first NewTicker after Stop: %v", err)
+	}
+	defer a.Stop()
+	if n := st.placesHeld(); n != 0 {
+		t.Errorf("WithMaxPending's count is %d after Stop with no timer on the wheel (Len %d)", n, st.Len())
+	}
+	b, err := st.NewTicker(time.Hour)
+	if err != nil {
+		t.Fatalf("second NewTicker after Stop: %v; the Ticker would run on the clock's timer, not the wheel", err)
+	}
+	b.Stop()
+}

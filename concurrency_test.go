@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -38,7 +39,6 @@ func iters(n int) int {
 	return max(n, 10)
 }
 
-// preempting raises GOMAXPROCS above the core count for the test: more Ps
 // stress runs body in a child process, bounded by stressTimeout, with
 // GOMAXPROCS above the core count (see preempting).
 func stress(t *testing.T, body func(t *testing.T)) {
@@ -49,6 +49,7 @@ func stress(t *testing.T, body func(t *testing.T)) {
 	})
 }
 
+// preempting raises GOMAXPROCS above the core count for the test: more Ps
 // than cores make the OS deschedule goroutines at any instruction.
 func preempting(t *testing.T) {
 	old := runtime.GOMAXPROCS(8)
@@ -596,4 +597,162 @@ func anchorShards(t testing.TB, st *SystemTimer) []*Timer {
 		out[i] = tm
 	}
 	return out
+}
+
+// TestConcurrentPostponeNeverEarly races the lock-free postpone of Reset (a CAS
+// of the due tick of a pending timer) against the driver's fire CAS in
+// shard.link: timers armed 1ms out are each Reset(1h) once, around the time
+// they come due. A Reset that reports true postponed a pending timer: its
+// callback must never run. One that reports false found it fired: it ran
+// exactly once (the re-arm is an hour out).
+func TestConcurrentPostponeNeverEarly(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
+		var postponed, fired int
+		for round := range iters(40) {
+			const n = 256
+			timers := make([]*counted, n)
+			for i := range timers {
+				timers[i] = newCounted(st)
+			}
+			for _, c := range timers {
+				c.t.Reset(time.Millisecond)
+			}
+			was := make([]bool, n)
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+					// Spread the Resets over 0-5ms: across the fire.
+					start := time.Now()
+					for i := g; i < n; i += 4 {
+						at := 5*time.Millisecond*time.Duration(i)/n + time.Duration(rng.IntN(20))*time.Microsecond
+						for time.Since(start) < at {
+							runtime.Gosched()
+						}
+						was[i] = timers[i].t.Reset(time.Hour)
+					}
+				})
+			}
+			wg.Wait()
+			// Reset(1h) reported false only for a timer already handed to
+			// the executor, so waitIdle is what the counts wait for. The
+			// pause is no synchronisation: it gives a postponed timer that
+			// the driver fired by its old deadline (1ms, long past) time to
+			// show up as a run.
+			time.Sleep(5 * time.Millisecond)
+			waitIdle(t, st)
+			for i, c := range timers {
+				want := int64(1)
+				if was[i] {
+					want = 0
+					postponed++
+				} else {
+					fired++
+				}
+				if got := c.runs.Load(); got != want {
+					t.Fatalf("round %d, timer %d: Reset(1h) reported %v, and the callback ran %d times (want %d)", round, i, was[i], got, want)
+				}
+				c.t.Stop()
+			}
+		}
+		t.Logf("postponed %d, found fired %d", postponed, fired)
+	})
+}
+
+// slowEvery is Every(d) with a Next that yields, to widen rearm's window
+// between unlocking and relocking the shard.
+type slowEvery time.Duration
+
+func (e slowEvery) Next(prev time.Time) time.Time {
+	for range rand.IntN(3) {
+		runtime.Gosched()
+	}
+	return prev.Add(time.Duration(e))
+}
+
+// TestConcurrentPeriodicSystemStop races periodic timers' Stop, Reset and
+// rearm (Scheduler.Next outside the lock) against SystemTimer.Stop, called
+// from outside or from inside a callback. After Stop: no callback starts,
+// every Stop reports false, every TryReset ErrStopped, Len is 0, and Stop
+// returned each timer at most once.
+func TestConcurrentPeriodicSystemStop(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		for round := range iters(60) {
+			st := mustNew(t, WithTick(time.Millisecond))
+			var over atomic.Bool
+			var late atomic.Int64
+			fromCallback := round%2 == 1
+			stopped := make(chan []*Timer, 1)
+			var stopOnce sync.Once
+			var timers []*Timer
+			for i := range 16 {
+				tm, err := st.ScheduleFunc(slowEvery(time.Duration(200+i*50)*time.Microsecond), func() {
+					if over.Load() {
+						late.Add(1)
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				timers = append(timers, tm)
+			}
+			if fromCallback {
+				// A once-timer whose callback stops the SystemTimer.
+				if _, err := st.AfterFunc(time.Duration(1+rand.IntN(3))*time.Millisecond, func() {
+					stopOnce.Do(func() { stopped <- st.Stop() })
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			quit := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+					for {
+						select {
+						case <-quit:
+							return
+						default:
+						}
+						tm := timers[rng.IntN(len(timers))]
+						if rng.IntN(2) == 0 {
+							tm.Stop()
+						} else {
+							_, _ = tm.TryReset(time.Duration(rng.IntN(1500)) * time.Microsecond)
+						}
+					}
+				})
+			}
+			var left []*Timer
+			if fromCallback {
+				left = <-stopped
+			} else {
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+				left = st.Stop()
+			}
+			over.Store(true)
+			close(quit)
+			wg.Wait()
+			if msg := sameTimers(left, uniq(left)); msg != "" {
+				t.Fatalf("round %d: Stop returned a timer twice", round)
+			}
+			for i, tm := range timers {
+				if tm.Stop() {
+					t.Fatalf("round %d: periodic %d: Stop reported true after SystemTimer.Stop", round, i)
+				}
+				if _, err := tm.TryReset(time.Millisecond); !errors.Is(err, ErrStopped) {
+					t.Fatalf("round %d: periodic %d: TryReset after SystemTimer.Stop: %v", round, i, err)
+				}
+			}
+			if n := st.Len(); n != 0 {
+				t.Fatalf("round %d: Len %d after Stop", round, n)
+			}
+			time.Sleep(3 * time.Millisecond)
+			if n := late.Load(); n != 0 && !fromCallback {
+				t.Fatalf("round %d: %d callbacks started after Stop returned", round, n)
+			}
+		}
+	})
 }
