@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // runChanHistories records and checks channel timer histories of cfg's
@@ -12,7 +14,7 @@ import (
 // than the Timers': the histories are of one timer) is spent, or three have
 // failed.
 func runChanHistories(t *testing.T, cfg chanConfig, n int) {
-	isolate(t, childTimeout, func(t *testing.T) {
+	isolate.Run(t, childTimeout, func(t *testing.T) {
 		old := runtime.GOMAXPROCS(8)
 		defer runtime.GOMAXPROCS(old)
 		n, d := budget(n, 3*time.Second, 4*time.Second)

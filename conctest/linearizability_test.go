@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // childTimeout bounds a test's child process: a hang fails the test then.
@@ -56,7 +58,7 @@ func seedBase(t *testing.T) uint64 {
 // above the core count (so the OS preempts goroutines anywhere), until n
 // are checked, the time budget is spent, or three have failed.
 func runHistories(t *testing.T, cfg config, n int) {
-	isolate(t, childTimeout, func(t *testing.T) {
+	isolate.Run(t, childTimeout, func(t *testing.T) {
 		old := runtime.GOMAXPROCS(8)
 		defer runtime.GOMAXPROCS(old)
 		n, d := budget(n, 6*time.Second, 10*time.Second)
