@@ -357,30 +357,41 @@ func TestAfterQueuing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t)
 		defer st.Stop()
-		slots := []int{5, 3, 6, 6, 6, 1, 1, 2, 7, 9, 4, 8, 0}
-		const delta = 20 * time.Millisecond
-		type result struct {
-			slot int
-			t    time.Time
-		}
-		results := make(chan result, len(slots))
-		t0 := time.Now()
-		for _, slot := range slots {
-			c := st.After(time.Duration(slot) * delta)
-			go func() { results <- result{slot, <-c} }()
-		}
-		prev := -1
-		for range slots {
-			r := <-results
-			if r.slot < prev {
-				t.Fatalf("slot %d arrived after slot %d", r.slot, prev)
+		afterQueuing(t, st.After, func(t *testing.T, _ int, got, want time.Duration) {
+			if got != want {
+				t.Errorf("After(%v) delivered start+%v", want, got)
 			}
-			prev = r.slot
-			if dt, want := r.t.Sub(t0), time.Duration(r.slot)*delta; dt != want {
-				t.Fatalf("After(%v) delivered start+%v", want, dt)
-			}
-		}
+		})
 	})
+}
+
+// afterQueuing is the time package's TestAfterQueuing, in a synctest
+// bubble: it arms timers with after in a scrambled order of delays, and
+// checks that they deliver in the order of their delays; check judges when
+// each delivered (got, since the arming) against its delay (want).
+func afterQueuing(t *testing.T, after func(time.Duration) <-chan time.Time, check func(t *testing.T, slot int, got, want time.Duration)) {
+	t.Helper()
+	slots := []int{5, 3, 6, 6, 6, 1, 1, 2, 7, 9, 4, 8, 0}
+	const delta = 20 * time.Millisecond
+	type result struct {
+		slot int
+		at   time.Time
+	}
+	results := make(chan result, len(slots))
+	start := time.Now()
+	for _, slot := range slots {
+		c := after(time.Duration(slot) * delta)
+		go func() { results <- result{slot, <-c} }()
+	}
+	last := -1
+	for range slots {
+		r := <-results
+		if r.slot < last {
+			t.Errorf("slot %d delivered after slot %d", r.slot, last)
+		}
+		last = r.slot
+		check(t, r.slot, r.at.Sub(start), time.Duration(r.slot)*delta)
+	}
 }
 
 // TestChanZeroValues: a ChanTimer not made by NewTimer panics, as a
