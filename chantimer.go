@@ -471,7 +471,7 @@ func (ct *chanTimer) fire() {
 		// Released with the next gen: a Ticker is armed again after a
 		// delivery, and a run that read the state word and the deadline
 		// before this one delivered must not find the word unchanged (ABA)
-		// and deliver the next deadline at once, early (found by review).
+		// and deliver the next deadline at once, early.
 		gen := s>>chanGenShift + 1
 		ct.release(gen, ct.deliver(now))
 		return

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-timingwheel/timingwheel/internal/isolate"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
 )
 
@@ -25,13 +24,8 @@ import (
 // the delivery. Exactly one of "a value was received" and "Stop returned
 // true" holds, and nothing comes after Stop.
 func TestConcurrentChanStopFire(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Stop()
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
 		rng := rand.New(rand.NewPCG(1, 2))
 		for i := range iters(2000) {
 			d := time.Duration(rng.IntN(1500)) * time.Microsecond
@@ -69,13 +63,8 @@ func TestConcurrentChanStopFire(t *testing.T) {
 // reports it not pending; the Reset's own value comes once, not before its
 // deadline.
 func TestConcurrentChanResetFire(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Stop()
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
 		rng := rand.New(rand.NewPCG(3, 4))
 		for i := range iters(2000) {
 			d := time.Duration(rng.IntN(1500)) * time.Microsecond
@@ -152,12 +141,8 @@ func spinFor(d time.Duration) {
 // runs deliver. Then each must still work: no crash, hang or race, the
 // state machine not stuck busy, a Ticker that keeps ticking.
 func TestConcurrentChanHammer(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(WithTick(time.Millisecond), WithMaxPending(1000))
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, WithTick(time.Millisecond), WithMaxPending(1000))
 		tm, err := st.NewTimer(time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -238,15 +223,12 @@ func TestConcurrentChanHammer(t *testing.T) {
 // Ticker then still works (a Stop leaves nothing in C, a Reset ticks), and
 // WithMaxPending's count is back to zero.
 func TestConcurrentTickerSystemStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(40) {
-			st, err := New(WithTick(time.Millisecond), WithMaxPending(100))
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, WithTick(time.Millisecond), WithMaxPending(100))
 			tickers := make([]*Ticker, 8)
 			for i := range tickers {
+				var err error
 				if tickers[i], err = st.NewTicker(time.Duration(1+i%3) * time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
@@ -295,6 +277,109 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 			}
 			for _, tk := range tickers {
 				tk.Stop()
+			}
+		}
+	})
+}
+
+// TestConcurrentTickerRunABA: two runs of one Ticker's Timer that both find
+// the same arming (an owed run, handed to the executor before a Reset, and
+// the run of the arming after it, on two workers). fire reads the state
+// word, then the deadline, then CASes the word to busy. The run that wins
+// delivers the due tick, stores the next deadline and releases the timer
+// with the next gen: released with the same gen and phase, the word would
+// be back to what the loser read, the loser's CAS would succeed (ABA) and
+// it would deliver the next tick, stamped with a deadline that has not
+// come: early. Here the clock stands still
+// between W1 and W2 = W1+p, so exactly one tick may be delivered and the
+// deadline must end at W2.
+func TestConcurrentTickerRunABA(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		mc := newFakeClock()
+		st := newManual(t, mc, WithTick(time.Millisecond))
+		const p = 10 * time.Millisecond
+		// The window is a few instructions wide: a round hits it now and then
+		// (about once in 10^4 to 10^5 rounds on the 2-core machine).
+		end := time.Now().Add(3 * time.Second)
+		for i := 0; time.Now().Before(end); i++ {
+			tk, err := st.NewTicker(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ct := &tk.ct
+			w1 := ct.when.Load()
+			mc.Add(p) // now == W1: due, and W2 = W1+p not
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					ct.fire()
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if got := ct.when.Load(); got != w1+int64(p) {
+				now := st.now()
+				t.Fatalf("round %d: now=%d W1=%d: the Ticker's deadline is %d (W1+%d periods): the tick due at W1+p was delivered at W1, early",
+					i, now, w1, got, (got-w1)/int64(p))
+			}
+			tk.Stop()
+		}
+	})
+}
+
+// TestConcurrentTickerOwedRunABA shows how two runs of one Ticker's Timer meet:
+// the Ticker fires, its run waits in the executor's queue, the user Resets
+// the Ticker (the run is owed: it stays queued), and the new deadline comes
+// before the queue drains, so that the Timer is queued a second time. Two
+// workers then run both at once. The driver's side is the real one (turn,
+// manual mode); the two workers are two goroutines running what the pool
+// handed out. The clock stands at the Reset's deadline W, so one tick, W,
+// is due: the next deadline must be W+p.
+func TestConcurrentTickerOwedRunABA(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		const p = 10 * time.Millisecond
+		end := time.Now().Add(3 * time.Second)
+		i := 0
+		defer func() { t.Logf("%d rounds", i) }()
+		for ; time.Now().Before(end); i++ {
+			fc := newFakeClock()
+			st := newManual(t, fc, WithTick(time.Millisecond))
+			tk, err := st.NewTicker(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ct := &tk.ct
+			fc.Add(p)
+			for st.turnFirst() { // the driver: the first tick's run is queued, not run
+			}
+			tk.Reset(p) // the queued run is owed
+			w := ct.when.Load()
+			fc.Add(p)
+			for st.turnFirst() { // the Reset's deadline: queued again
+			}
+			runs := st.pool.Close() // what the workers would take
+			if len(runs) != 2 || runs[0] != &ct.t || runs[1] != &ct.t {
+				t.Fatalf("round %d: the executor holds %d runs; want the Ticker's Timer twice", i, len(runs))
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, r := range runs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					chanOf(r).fire()
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if got := ct.when.Load(); got != w+int64(p) {
+				t.Fatalf("round %d: clock at W=%d: the Ticker's next deadline is W+%d periods: the tick due at W+p was delivered at W, early",
+					i, w, (got-w)/int64(p))
 			}
 		}
 	})

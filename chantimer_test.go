@@ -357,30 +357,41 @@ func TestAfterQueuing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t)
 		defer st.Stop()
-		slots := []int{5, 3, 6, 6, 6, 1, 1, 2, 7, 9, 4, 8, 0}
-		const delta = 20 * time.Millisecond
-		type result struct {
-			slot int
-			t    time.Time
-		}
-		results := make(chan result, len(slots))
-		t0 := time.Now()
-		for _, slot := range slots {
-			c := st.After(time.Duration(slot) * delta)
-			go func() { results <- result{slot, <-c} }()
-		}
-		prev := -1
-		for range slots {
-			r := <-results
-			if r.slot < prev {
-				t.Fatalf("slot %d arrived after slot %d", r.slot, prev)
+		afterQueuing(t, st.After, func(t *testing.T, _ int, got, want time.Duration) {
+			if got != want {
+				t.Errorf("After(%v) delivered start+%v", want, got)
 			}
-			prev = r.slot
-			if dt, want := r.t.Sub(t0), time.Duration(r.slot)*delta; dt != want {
-				t.Fatalf("After(%v) delivered start+%v", want, dt)
-			}
-		}
+		})
 	})
+}
+
+// afterQueuing is the time package's TestAfterQueuing, in a synctest
+// bubble: it arms timers with after in a scrambled order of delays, and
+// checks that they deliver in the order of their delays; check judges when
+// each delivered (got, since the arming) against its delay (want).
+func afterQueuing(t *testing.T, after func(time.Duration) <-chan time.Time, check func(t *testing.T, slot int, got, want time.Duration)) {
+	t.Helper()
+	slots := []int{5, 3, 6, 6, 6, 1, 1, 2, 7, 9, 4, 8, 0}
+	const delta = 20 * time.Millisecond
+	type result struct {
+		slot int
+		at   time.Time
+	}
+	results := make(chan result, len(slots))
+	start := time.Now()
+	for _, slot := range slots {
+		c := after(time.Duration(slot) * delta)
+		go func() { results <- result{slot, <-c} }()
+	}
+	last := -1
+	for range slots {
+		r := <-results
+		if r.slot < last {
+			t.Errorf("slot %d delivered after slot %d", r.slot, last)
+		}
+		last = r.slot
+		check(t, r.slot, r.at.Sub(start), time.Duration(r.slot)*delta)
+	}
 }
 
 // TestChanZeroValues: a ChanTimer not made by NewTimer panics, as a
@@ -846,4 +857,30 @@ func TestStopWhileCallbackWaits(t *testing.T) {
 			t.Errorf("the callback's context ended with %v, cause %v; want Canceled, ErrStopped", ctxErr, ctxCause)
 		}
 	})
+}
+
+// TestTickerMaxPendingAfterStop: once the SystemTimer is stopped, a Ticker
+// runs on a timer of the clock, not on the wheel (see NewTimer), and takes
+// no place in WithMaxPending's bound: not an orphaned Ticker's Reset, nor a
+// Ticker made after Stop, or stopped before it and reset after. One that
+// took a place would keep it until its own Stop: the stopped SystemTimer's
+// count would say a timer is pending when none is (Len is 0), and
+// NewTicker would refuse a Ticker that runs on the runtime's timers with
+// ErrTooManyPending.
+func TestTickerMaxPendingAfterStop(t *testing.T) {
+	st := mustNew(t, WithMaxPending(1))
+	st.Stop()
+	a, err := st.NewTicker(time.Hour)
+	if err != nil {
+		t.Fatalf("first NewTicker after Stop: %v", err)
+	}
+	defer a.Stop()
+	if n := st.placesHeld(); n != 0 {
+		t.Errorf("WithMaxPending's count is %d after Stop with no timer on the wheel (Len %d)", n, st.Len())
+	}
+	b, err := st.NewTicker(time.Hour)
+	if err != nil {
+		t.Fatalf("second NewTicker after Stop: %v; the Ticker would run on the clock's timer, not the wheel", err)
+	}
+	b.Stop()
 }

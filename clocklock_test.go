@@ -35,8 +35,8 @@ func (c *lockCheckClock) Now() time.Time {
 }
 
 // TestNoClockUnderLock drives every path that reads the clock, periodic
-// timers' rearm and Stop among them (issue 18's review: they read it under
-// the shard's lock), and fails if one reads it holding a shard lock.
+// timers' rearm and Stop among them, and fails if one reads it holding a
+// shard lock.
 func TestNoClockUnderLock(t *testing.T) {
 	c := &lockCheckClock{fakeClock: newFakeClock()}
 	st := mustNew(t, WithClock(c), withManual(), WithMaxPending(1000))

@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -36,6 +37,16 @@ func iters(n int) int {
 		n /= 2
 	}
 	return max(n, 10)
+}
+
+// stress runs body in a child process, bounded by stressTimeout, with
+// GOMAXPROCS above the core count (see preempting).
+func stress(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	isolate.Run(t, stressTimeout, func(t *testing.T) {
+		preempting(t)
+		body(t)
+	})
 }
 
 // preempting raises GOMAXPROCS above the core count for the test: more Ps
@@ -171,8 +182,7 @@ func TestConcurrentPairs(t *testing.T) {
 	for i, a := range pairOps {
 		for _, b := range pairOps[i:] {
 			t.Run(a.name+"/"+b.name, func(t *testing.T) {
-				isolate.Run(t, stressTimeout, func(t *testing.T) {
-					preempting(t)
+				stress(t, func(t *testing.T) {
 					racePair(t, a, b, false, false)
 				})
 			})
@@ -206,8 +216,7 @@ func TestConcurrentPairsMaxPendingMigrating(t *testing.T) {
 // raceAllPairs races every pair of operations as subtests of t, in one
 // child process, bounded or migrating as racePair takes them.
 func raceAllPairs(t *testing.T, bounded, migrating bool) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for i, a := range pairOps {
 			for _, b := range pairOps[i:] {
 				t.Run(a.name+"/"+b.name, func(t *testing.T) { racePair(t, a, b, bounded, migrating) })
@@ -229,10 +238,7 @@ func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 	if !migrating {
 		opts = append(opts, withAddressShards())
 	}
-	st, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustNew(t, opts...)
 	var timers []*counted
 	for len(timers) < 3 {
 		c := newCounted(st)
@@ -288,19 +294,15 @@ func racePair(t *testing.T, a, b op, bounded, migrating bool) {
 	settle(t, st, timers)
 }
 
-// TestConcurrentStopResetOneTimer is issue 18's defect 1: Stop of a pending
-// timer racing Reset(d > 0) of it. Stop moved the timer to stopped before
-// unlinking it, so a Reset that saw it stopped pushed it on the incoming
-// stack and wrote its next link while Stop's unlink read it: a nil
+// TestConcurrentStopResetOneTimer races Stop of a pending timer against
+// Reset(d > 0) of it. A Stop that moved the timer to stopped before
+// unlinking it would let a Reset that saw it stopped push it on the
+// incoming stack and write its next link while Stop's unlink read it: a nil
 // dereference, or timers cut off the stack and lost. The other timers on
 // the stack must all still be pending at the end.
 func TestConcurrentStopResetOneTimer(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(withAddressShards())
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, withAddressShards())
 		c := newCounted(st)
 		var others []*Timer // the fresh timers on c's shard
 		var rest []*Timer
@@ -346,18 +348,15 @@ func TestConcurrentStopResetOneTimer(t *testing.T) {
 	})
 }
 
-// TestConcurrentResetZeroResetLater is issue 18's defect 2: Reset(0) of a
-// pending timer moved it to fired before unlinking it, so a Reset(1h) that
-// saw it fired corrupted the lists as in defect 1. Every Reset(0) hands a
-// run over, whatever the timer's state, and the hour never comes: the runs
-// must equal the Reset(0) calls.
+// TestConcurrentResetZeroResetLater races Reset(0) of a pending timer
+// against Reset(1h) of it. A Reset(0) that moved the timer to fired before
+// unlinking it would let a Reset(1h) that saw it fired corrupt the lists,
+// as in TestConcurrentStopResetOneTimer. Every Reset(0) hands a run over,
+// whatever the timer's state, and the hour never comes: the runs must equal
+// the Reset(0) calls.
 func TestConcurrentResetZeroResetLater(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(withAddressShards())
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, withAddressShards())
 		c := newCounted(st)
 		var zeros atomic.Int64
 		var wg sync.WaitGroup
@@ -386,19 +385,16 @@ func TestConcurrentResetZeroResetLater(t *testing.T) {
 	})
 }
 
-// TestConcurrentSystemStopArming is issue 18's defect 3: a pusher that
-// found its shard's stack deep drained it itself, placing its own timer,
-// and then, seeing Stop begun, reported ErrStopped for a timer that Stop
-// returned. Stop must return exactly the timers whose AfterFunc or
-// TryReset succeeded (and that were not stopped since), each once.
+// TestConcurrentSystemStopArming races armings against SystemTimer.Stop. A
+// pusher that finds its shard's stack deep drains it itself, placing its
+// own timer; one that then saw Stop begun and reported ErrStopped would
+// fail an arming whose timer Stop returns. Stop must return exactly the
+// timers whose AfterFunc or TryReset succeeded (and that were not stopped
+// since), each once.
 func TestConcurrentSystemStopArming(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(40) {
-			st, err := New(withAddressShards())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, withAddressShards())
 			const goroutines = 6
 			armed := make([][]*Timer, goroutines)
 			bound := make([][]*Timer, goroutines)
@@ -490,23 +486,20 @@ func sameTimers(got, want []*Timer) string {
 	return fmt.Sprintf("%d armed timers missing, %d returned twice, %d returned that were never armed", missing, twice, len(seen))
 }
 
-// TestConcurrentRearmSystemStop is issue 18's defect 4: a Reset that
-// re-armed a stopped timer pushed it, without the lock, on a stack that
-// SystemTimer.Stop had already taken; a Timer.Stop made it queued-stopped
-// before the pusher took it back, and it was left on a stack nobody drains.
-// After SystemTimer.Stop returned, TryReset revived it (nil error), Stop
-// returned true, it never ran and was never returned. Each timer has a
-// goroutine looping TryReset and one looping Stop; once SystemTimer.Stop
-// has returned, every TryReset must fail and every Stop return false, and
-// Stop must have returned each timer at most once.
+// TestConcurrentRearmSystemStop races re-arming against SystemTimer.Stop. A
+// Reset that re-arms a stopped timer pushes it, without the lock, on a
+// stack that SystemTimer.Stop may have taken already. Were a Timer.Stop to
+// make it queued-stopped before the pusher took it back, it would be left
+// on a stack nobody drains: after SystemTimer.Stop returned, TryReset would
+// revive it (nil error) and Stop return true, and it would never run nor
+// be returned. Each timer has a goroutine looping TryReset and one looping
+// Stop; once SystemTimer.Stop has returned, every TryReset must fail and
+// every Stop return false, and Stop must have returned each timer at most
+// once.
 func TestConcurrentRearmSystemStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(100) {
-			st, err := New(withAddressShards())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, withAddressShards())
 			timers := make([]*Timer, 32)
 			for i := range timers {
 				timers[i] = new(Timer)
@@ -604,4 +597,162 @@ func anchorShards(t testing.TB, st *SystemTimer) []*Timer {
 		out[i] = tm
 	}
 	return out
+}
+
+// TestConcurrentPostponeNeverEarly races the lock-free postpone of Reset (a CAS
+// of the due tick of a pending timer) against the driver's fire CAS in
+// shard.link: timers armed 1ms out are each Reset(1h) once, around the time
+// they come due. A Reset that reports true postponed a pending timer: its
+// callback must never run. One that reports false found it fired: it ran
+// exactly once (the re-arm is an hour out).
+func TestConcurrentPostponeNeverEarly(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
+		var postponed, fired int
+		for round := range iters(40) {
+			const n = 256
+			timers := make([]*counted, n)
+			for i := range timers {
+				timers[i] = newCounted(st)
+			}
+			for _, c := range timers {
+				c.t.Reset(time.Millisecond)
+			}
+			was := make([]bool, n)
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+					// Spread the Resets over 0-5ms: across the fire.
+					start := time.Now()
+					for i := g; i < n; i += 4 {
+						at := 5*time.Millisecond*time.Duration(i)/n + time.Duration(rng.IntN(20))*time.Microsecond
+						for time.Since(start) < at {
+							runtime.Gosched()
+						}
+						was[i] = timers[i].t.Reset(time.Hour)
+					}
+				})
+			}
+			wg.Wait()
+			// Reset(1h) reported false only for a timer already handed to
+			// the executor, so waitIdle is what the counts wait for. The
+			// pause is no synchronisation: it gives a postponed timer that
+			// the driver fired by its old deadline (1ms, long past) time to
+			// show up as a run.
+			time.Sleep(5 * time.Millisecond)
+			waitIdle(t, st)
+			for i, c := range timers {
+				want := int64(1)
+				if was[i] {
+					want = 0
+					postponed++
+				} else {
+					fired++
+				}
+				if got := c.runs.Load(); got != want {
+					t.Fatalf("round %d, timer %d: Reset(1h) reported %v, and the callback ran %d times (want %d)", round, i, was[i], got, want)
+				}
+				c.t.Stop()
+			}
+		}
+		t.Logf("postponed %d, found fired %d", postponed, fired)
+	})
+}
+
+// slowEvery is Every(d) with a Next that yields, to widen rearm's window
+// between unlocking and relocking the shard.
+type slowEvery time.Duration
+
+func (e slowEvery) Next(prev time.Time) time.Time {
+	for range rand.IntN(3) {
+		runtime.Gosched()
+	}
+	return prev.Add(time.Duration(e))
+}
+
+// TestConcurrentPeriodicSystemStop races periodic timers' Stop, Reset and
+// rearm (Scheduler.Next outside the lock) against SystemTimer.Stop, called
+// from outside or from inside a callback. After Stop: no callback starts,
+// every Stop reports false, every TryReset ErrStopped, Len is 0, and Stop
+// returned each timer at most once.
+func TestConcurrentPeriodicSystemStop(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		for round := range iters(60) {
+			st := mustNew(t, WithTick(time.Millisecond))
+			var over atomic.Bool
+			var late atomic.Int64
+			fromCallback := round%2 == 1
+			stopped := make(chan []*Timer, 1)
+			var stopOnce sync.Once
+			var timers []*Timer
+			for i := range 16 {
+				tm, err := st.ScheduleFunc(slowEvery(time.Duration(200+i*50)*time.Microsecond), func() {
+					if over.Load() {
+						late.Add(1)
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				timers = append(timers, tm)
+			}
+			if fromCallback {
+				// A once-timer whose callback stops the SystemTimer.
+				if _, err := st.AfterFunc(time.Duration(1+rand.IntN(3))*time.Millisecond, func() {
+					stopOnce.Do(func() { stopped <- st.Stop() })
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			quit := make(chan struct{})
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+					for {
+						select {
+						case <-quit:
+							return
+						default:
+						}
+						tm := timers[rng.IntN(len(timers))]
+						if rng.IntN(2) == 0 {
+							tm.Stop()
+						} else {
+							_, _ = tm.TryReset(time.Duration(rng.IntN(1500)) * time.Microsecond)
+						}
+					}
+				})
+			}
+			var left []*Timer
+			if fromCallback {
+				left = <-stopped
+			} else {
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+				left = st.Stop()
+			}
+			over.Store(true)
+			close(quit)
+			wg.Wait()
+			if msg := sameTimers(left, uniq(left)); msg != "" {
+				t.Fatalf("round %d: Stop returned a timer twice", round)
+			}
+			for i, tm := range timers {
+				if tm.Stop() {
+					t.Fatalf("round %d: periodic %d: Stop reported true after SystemTimer.Stop", round, i)
+				}
+				if _, err := tm.TryReset(time.Millisecond); !errors.Is(err, ErrStopped) {
+					t.Fatalf("round %d: periodic %d: TryReset after SystemTimer.Stop: %v", round, i, err)
+				}
+			}
+			if n := st.Len(); n != 0 {
+				t.Fatalf("round %d: Len %d after Stop", round, n)
+			}
+			time.Sleep(3 * time.Millisecond)
+			if n := late.Load(); n != 0 && !fromCallback {
+				t.Fatalf("round %d: %d callbacks started after Stop returned", round, n)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,4 +82,52 @@ func TestContextConcurrentEnds(t *testing.T) {
 		}
 		assert.Zero(t, st.Len())
 	}
+}
+
+// TestContextConcurrentSystemStop races wheel contexts' birth, expiry and
+// cancel against SystemTimer.Stop. Once Stop has returned and the creators
+// are done, every context must be done: a context whose timer Stop neither
+// returned nor ran would stay live forever.
+func TestContextConcurrentSystemStop(t *testing.T) {
+	stress(t, func(t *testing.T) {
+		for round := range iters(60) {
+			st := mustNew(t, WithTick(time.Millisecond))
+			parent, pcancel := context.WithCancel(context.Background())
+			const g = 4
+			ctxs := make([][]context.Context, g)
+			var wg sync.WaitGroup
+			var stopping atomic.Bool
+			for k := range g {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(k)))
+					for !stopping.Load() || rng.IntN(4) != 0 {
+						var p context.Context = parent
+						if len(ctxs[k]) > 0 && rng.IntN(3) == 0 {
+							p = ctxs[k][rng.IntN(len(ctxs[k]))] // a wheel parent
+						}
+						ctx, cancel := st.WithTimeout(p, time.Duration(rng.IntN(3000))*time.Microsecond)
+						ctxs[k] = append(ctxs[k], ctx)
+						if rng.IntN(3) == 0 {
+							go cancel()
+						}
+						if len(ctxs[k]) > 2000 {
+							break
+						}
+					}
+				})
+			}
+			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+			stopping.Store(true)
+			st.Stop()
+			wg.Wait()
+			for k := range g {
+				for i, ctx := range ctxs[k] {
+					if ctx.Err() == nil {
+						t.Fatalf("round %d: context %d/%d is live after SystemTimer.Stop", round, k, i)
+					}
+				}
+			}
+			pcancel()
+		}
+	})
 }

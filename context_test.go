@@ -274,7 +274,7 @@ func TestNestedWheelContextAllocs(t *testing.T) {
 	assert.LessOrEqual(t, underWheel, underPlain, "a wheel context under a wheel context allocates more than under a plain one")
 }
 
-// ---- issue 10: contexts match the context package point by point ----
+// ---- contexts match the context package point by point ----
 
 // embedCtx is a custom context type that embeds another and changes nothing
 // about its cancellation, as middleware types often do.

@@ -157,27 +157,9 @@ func TestDefaultAfterQueuing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				bubbleDefault(t)
-				slots := []int{5, 3, 6, 6, 6, 1, 1, 2, 7, 9, 4, 8, 0}
-				const delta = 20 * time.Millisecond
-				type result struct {
-					slot int
-					at   time.Time
-				}
-				results := make(chan result, len(slots))
-				start := time.Now()
-				for _, slot := range slots {
-					c := after(time.Duration(slot) * delta)
-					go func() { results <- result{slot, <-c} }()
-				}
-				last := -1
-				for range slots {
-					r := <-results
-					if r.slot < last {
-						t.Errorf("slot %d delivered after slot %d", r.slot, last)
-					}
-					last = r.slot
-					within(t, fmt.Sprintf("slot %d", r.slot), r.at.Sub(start), time.Duration(r.slot)*delta)
-				}
+				afterQueuing(t, after, func(t *testing.T, slot int, got, want time.Duration) {
+					within(t, fmt.Sprintf("slot %d", slot), got, want)
+				})
 			})
 		})
 	}

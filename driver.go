@@ -166,10 +166,10 @@ const cascadeUrgent = 16 * time.Millisecond
 // comes back at once for its next chunk, while a refused one looks again
 // only a tick later, so without an order one shard's list would keep the
 // place until done while another's, due earlier, waited until cascadeUrgent
-// before its first deadline (found by review). A refused driver leaves its
-// list's due tick in waitDue, if earlier than the one there or if that one
-// is stale (not renewed for a tick: its driver got in, or its list was
-// re-placed otherwise); a driver whose list is due later steps aside. The
+// before its first deadline. A refused driver leaves its list's due tick
+// in waitDue, if earlier than the one there or if that one is stale (not
+// renewed for a tick: its driver got in, or its list was re-placed
+// otherwise); a driver whose list is due later steps aside. The
 // two words are a hint, written without a lock: a stale or torn pair costs
 // a tick of waiting, never a timer, since urgent lists do not ask.
 func (st *SystemTimer) enterCascade(due, nowTick int64) bool {

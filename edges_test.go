@@ -700,8 +700,8 @@ func armOn(t *testing.T, st *SystemTimer, i int, d time.Duration, f func()) *Tim
 // ref's time: settle published wakeAt before the push, and the workers,
 // which yield their processor only when a sleeping driver is past its
 // wakeAt (driverDue), would otherwise leave the driver asleep until the
-// next preemption, 10ms. Found by review: wakeAt stayed at "never" with
-// the gate's ref at the head.
+// next preemption, 10ms: wakeAt must not stay at "never" with the gate's
+// ref at the head.
 func TestDriverWakeSeen(t *testing.T) {
 	st, fc := shardedManual(t)
 	sh := &st.shards[0]
@@ -736,7 +736,7 @@ func TestDriverWakeSeen(t *testing.T) {
 
 // TestStatsLagIsTheLatest: Stats.Lag is the lag of the latest expiry of
 // any shard, not the largest shard's last: a shard that expired a bucket
-// late and then went quiet pinned it for ever. Found by review.
+// late and then went quiet must not pin it for ever.
 func TestStatsLagIsTheLatest(t *testing.T) {
 	st, fc := shardedManual(t)
 	armOn(t, st, 0, 10*time.Millisecond, func() {})
@@ -756,7 +756,7 @@ func TestStatsLagIsTheLatest(t *testing.T) {
 // steps aside for it, and gets in once that one is served. Without the
 // order, a driver leaving the gate came back at once for its next chunk
 // while a refused one looked again a tick later, so an earlier list could
-// wait until cascadeUrgent before its deadline. Found by review.
+// wait until cascadeUrgent before its deadline.
 func TestCascadeGateOrder(t *testing.T) {
 	st, fc := shardedManual(t)
 	late, early := &st.shards[0], &st.shards[1]

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,4 +291,52 @@ func FuzzOptions(f *testing.F) {
 			t.Fatal("Stop of the largest delay returned false")
 		}
 	})
+}
+
+// goexitOnce is a Scheduler whose second Next calls runtime.Goexit (as
+// t.FailNow in a test's Scheduler does).
+type goexitOnce struct{ calls atomic.Int32 }
+
+func (s *goexitOnce) Next(prev time.Time) time.Time {
+	if s.calls.Add(1) == 2 {
+		runtime.Goexit()
+	}
+	return prev.Add(time.Millisecond)
+}
+
+// TestSchedulerGoexit: a Scheduler.Next that exits its goroutine
+// (runtime.Goexit, which a recover does not stop) unwound rearm between its
+// unlock and relock, and the series stayed fired for ever: Stop reported
+// false, Reset only recorded a request no rearm would carry out, and under
+// WithMaxPending the series' place was never given back. The series must
+// end, the panic handler hear of it, and the place come back.
+func TestSchedulerGoexit(t *testing.T) {
+	reports := make(chan any, 4)
+	st, err := New(WithTick(time.Millisecond), WithMaxPending(1), WithPanicHandler(func(v any) { reports <- v }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Stop()
+	runs := make(chan struct{}, 16)
+	s := &goexitOnce{}
+	tm, err := st.ScheduleFunc(s, func() { runs <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Recv(t, runs, "the first run")
+	v := testwait.Recv(t, reports, "the panic handler's report of the Goexit")
+	if e, ok := v.(error); !ok || !strings.Contains(e.Error(), "Goexit") {
+		t.Fatalf("the panic handler received %v; want an error about Goexit", v)
+	}
+	if _, state := unpack(tm.w.Load()); state != stateStopped {
+		t.Fatalf("the series is in state %d after its Next exited; want stopped (%d)", state, stateStopped)
+	}
+	if tm.Stop() {
+		t.Fatal("Stop of an ended series reported it pending")
+	}
+	other, err := st.AfterFunc(time.Hour, func() {})
+	if err != nil {
+		t.Fatalf("AfterFunc under WithMaxPending(1) after the series ended: %v; its place was not given back", err)
+	}
+	other.Stop()
 }

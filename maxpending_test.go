@@ -90,10 +90,9 @@ func (sh *shard) index(st *SystemTimer) int {
 
 // TestMaxPendingPeriodicRunAtStop: a periodic series whose run is under way
 // when SystemTimer.Stop closes the shards ends with the SystemTimer, and
-// gives its place in the bound back; it kept it before, and a locked
-// TryReset that found the bound full across that Stop looked again for
-// ever (TestConcurrentWindowReserveVsSystemStop, with failpoints). Found
-// by review, 2026-11-27; older than the per-shard places.
+// gives its place in the bound back: were it kept, a locked TryReset that
+// found the bound full across that Stop would look again for ever
+// (TestConcurrentWindowReserveVsSystemStop, with failpoints).
 func TestMaxPendingPeriodicRunAtStop(t *testing.T) {
 	st := mustNew(t, WithMaxPending(1))
 	started, gate := periodicHeld(t, st)
@@ -134,9 +133,9 @@ func periodicHeld(t *testing.T, st *SystemTimer) (started, gate chan struct{}) {
 // TestMaxPendingPeriodicRestartOwnPlaces: a periodic timer restarted by
 // Reset after its series was stopped takes its place under its shard's
 // lock, where it cannot collect other shards' places (the documented
-// exception): it takes one its own shard keeps. Before, it looked at the
-// shared count alone and was refused with its own shard keeping 31 free
-// places (found by review, 2026-11-27).
+// exception): it takes one its own shard keeps, and is not refused, as one
+// that looked at the shared count alone would be, while its own shard
+// keeps 31 free places.
 func TestMaxPendingPeriodicRestartOwnPlaces(t *testing.T) {
 	const bound = 200
 	st, here := boundedOnShards(t, bound)

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // A Timer bound into the caller's struct is reused: a pooled session is
@@ -30,10 +28,7 @@ type reusable struct {
 // shard's wakeAt a minute out. It returns those timers too.
 func stackingManual(t *testing.T) (*SystemTimer, []*Timer) {
 	t.Helper()
-	st, err := New(withManual(), withAddressShards())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustNew(t, withManual(), withAddressShards())
 	anchors := anchorShards(t, st)
 	st.step()
 	for i := range st.shards {
@@ -128,12 +123,8 @@ func TestStatsCountUnstacked(t *testing.T) {
 // after its Stop returned true; a stack cut off by a zeroed link loses the
 // other goroutine's timers, which SystemTimer.Stop must return.
 func TestConcurrentStopReuse(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
-		st, err := New(withAddressShards())
-		if err != nil {
-			t.Fatal(err)
-		}
+	stress(t, func(t *testing.T) {
+		st := mustNew(t, withAddressShards())
 		first, err := st.AfterFunc(time.Hour, noop)
 		if err != nil {
 			t.Fatal(err)
@@ -184,13 +175,9 @@ func TestConcurrentStopReuse(t *testing.T) {
 // stack against pushers and SystemTimer.Stop: every timer armed and not
 // stopped (Stop returned false) is returned once, and no stopped one is.
 func TestConcurrentUnstackSystemStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		for round := range iters(40) {
-			st, err := New(withAddressShards())
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := mustNew(t, withAddressShards())
 			var mu sync.Mutex
 			var kept []*Timer // armed, and Stop returned false
 			var wg sync.WaitGroup

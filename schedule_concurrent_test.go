@@ -50,11 +50,36 @@ func (s *stallingScheduler) Next(prev time.Time) time.Time {
 
 // TestConcurrentScheduleNextPanics: a Scheduler whose Next panics, called
 // after a run, hands the panic to the panic handler and ends the series:
-// no more runs, Stop returns false, and the process lives on. rearm called
-// Next with the shard's lock released but kept a deferred unlock, which a
-// panic ran on an unlocked mutex: "fatal error: sync: unlock of unlocked
-// mutex", the whole process gone (hence the child process).
+// no more runs, Stop returns false, and the process lives on. rearm calls
+// Next with the shard's lock released; a deferred unlock kept across that
+// call would run on an unlocked mutex when Next panics: "fatal error: sync:
+// unlock of unlocked mutex", the whole process gone (hence the child
+// process).
 func TestConcurrentScheduleNextPanics(t *testing.T) {
+	seriesEndsAtNext(t, &panickyScheduler{panicAt: 2}, "when Next panics", func(v any) bool { return v == "boom" }, "Next's panic value, boom")
+}
+
+// TestConcurrentScheduleNextNotAfterPrev: a Next that returns a time not
+// after the one it was given ends the series, and the panic handler gets
+// an error that says so: the series does not end silently.
+func TestConcurrentScheduleNextNotAfterPrev(t *testing.T) {
+	for _, back := range []time.Duration{0, -time.Second} {
+		t.Run("back="+back.String(), func(t *testing.T) {
+			seriesEndsAtNext(t, &stallingScheduler{back: back}, "at a Next not after prev", func(v any) bool {
+				err, ok := v.(error)
+				return ok && strings.Contains(err.Error(), "not after")
+			}, "an error saying Next's time is not after prev")
+		})
+	}
+}
+
+// seriesEndsAtNext runs, in a child process and a synctest bubble, a
+// series of s, whose Next gives runs a second apart and fails at its
+// second call, and checks that the series ends after its first run (why
+// says at what): the panic handler gets one value, which isWanted accepts
+// (want describes it), and the series is gone from Stop, Len and
+// SystemTimer.Stop.
+func seriesEndsAtNext(t *testing.T, s timingwheel.Scheduler, why string, isWanted func(v any) bool, want string) {
 	isolate.Run(t, concTimeout, func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			panics := make(chan any, 4)
@@ -64,22 +89,22 @@ func TestConcurrentScheduleNextPanics(t *testing.T) {
 			}
 			defer st.Stop()
 			var runs atomic.Int32
-			tm, err := st.ScheduleFunc(&panickyScheduler{panicAt: 2}, func() { runs.Add(1) })
+			tm, err := st.ScheduleFunc(s, func() { runs.Add(1) })
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(10 * time.Second) // the first run at 1s, then Next panics
+			time.Sleep(10 * time.Second) // the first run at 1s, then Next fails
 			synctest.Wait()
 			if n := runs.Load(); n != 1 {
-				t.Errorf("%d runs; want 1: the series ends when Next panics", n)
+				t.Errorf("%d runs; want 1: the series ends %s", n, why)
 			}
 			select {
 			case v := <-panics:
-				if v != "boom" {
-					t.Errorf("the panic handler got %v; want Next's panic value, boom", v)
+				if !isWanted(v) {
+					t.Errorf("the panic handler got %v; want %s", v, want)
 				}
 			default:
-				t.Error("the panic handler got nothing: Next's panic was lost")
+				t.Error("the panic handler got nothing: the series ended silently")
 			}
 			if len(panics) != 0 {
 				t.Errorf("the panic handler got %d more values", len(panics))
@@ -95,51 +120,6 @@ func TestConcurrentScheduleNextPanics(t *testing.T) {
 			}
 		})
 	})
-}
-
-// TestConcurrentScheduleNextNotAfterPrev: a Next that returns a time not
-// after the one it was given ends the series, and the panic handler gets
-// an error that says so (the series used to end silently).
-func TestConcurrentScheduleNextNotAfterPrev(t *testing.T) {
-	for _, back := range []time.Duration{0, -time.Second} {
-		t.Run("back="+back.String(), func(t *testing.T) {
-			isolate.Run(t, concTimeout, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					panics := make(chan any, 4)
-					st, err := timingwheel.New(timingwheel.WithPanicHandler(func(v any) { panics <- v }))
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer st.Stop()
-					var runs atomic.Int32
-					tm, err := st.ScheduleFunc(&stallingScheduler{back: back}, func() { runs.Add(1) })
-					if err != nil {
-						t.Fatal(err)
-					}
-					time.Sleep(10 * time.Second)
-					synctest.Wait()
-					if n := runs.Load(); n != 1 {
-						t.Errorf("%d runs; want 1: the series ends at a Next not after prev", n)
-					}
-					select {
-					case v := <-panics:
-						err, ok := v.(error)
-						if !ok || !strings.Contains(err.Error(), "not after") {
-							t.Errorf("the panic handler got %v; want an error saying Next's time is not after prev", v)
-						}
-					default:
-						t.Error("the panic handler got nothing: the series ended silently")
-					}
-					if tm.Stop() {
-						t.Error("Stop returned true after the series ended")
-					}
-					if n := st.Len(); n != 0 {
-						t.Errorf("Len is %d after the series ended", n)
-					}
-				})
-			})
-		})
-	}
 }
 
 // stepScheduler gives runs step apart and up to 400µs more, a function of

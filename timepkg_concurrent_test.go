@@ -31,10 +31,7 @@ func newSendTimer(st *SystemTimer) *sendTimer {
 
 func newST(t *testing.T, opts ...Option) *SystemTimer {
 	t.Helper()
-	st, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustNew(t, opts...)
 	t.Cleanup(func() { st.Stop() })
 	return st
 }
@@ -43,8 +40,7 @@ func newST(t *testing.T, opts ...Option) *SystemTimer {
 // (the time package's test of the same name, looped): nothing breaks, and
 // the timer is pending once, at one of the deadlines given.
 func TestConcurrentTimerReset(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		st := newST(t)
 		c := newCounted(st)
 		c.t.Reset(time.Hour)
@@ -64,11 +60,11 @@ func TestConcurrentTimerReset(t *testing.T) {
 }
 
 // TestConcurrentTimerResetStop: goroutines Reset one timer while others
-// Stop it (the time package's test of the same name, looped; issue 18's
-// defect 1 was exactly this).
+// Stop it (the time package's test of the same name, looped; a Stop that
+// left pending before unlinking fails it, as in
+// TestConcurrentStopResetOneTimer).
 func TestConcurrentTimerResetStop(t *testing.T) {
-	isolate.Run(t, stressTimeout, func(t *testing.T) {
-		preempting(t)
+	stress(t, func(t *testing.T) {
 		st := newST(t)
 		c := newCounted(st)
 		c.t.Reset(time.Hour)

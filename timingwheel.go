@@ -402,6 +402,65 @@ func (sh *shard) fireNow(t *Timer) {
 	sh.pool.Submit(t)
 }
 
+// A push that succeeded is final: the timer is on a stack that the driver,
+// a pusher that finds it deep, Len or SystemTimer.Stop takes, under the
+// shard's lock, and so it is placed or returned. A pusher drains the stack
+// itself when it finds it drainDepth deep (to bound the memory stopped
+// timers keep there) or when its deadline is before wakeAt (the driver may
+// sleep past it).
+
+// drainDepth is how many pushes a shard takes before the pusher drains its
+// stack itself: it bounds the work a drain does under the lock, and the
+// memory a stack keeps. The count is shard.pushed, a hint: a timer its
+// Stop popped again still counts, which only brings the drain sooner; a
+// processor arming on its own shard adds its pushes pushBatch at a time
+// (see localShardPush), so the stack may hold up to pushBatch-1 more for
+// each processor of the shard.
+const drainDepth = 1024
+
+// closedStack is the head of a closed shard's incoming stack: SystemTimer.Stop
+// swaps it in when it takes the stack, and a push that finds it fails. So a
+// timer is never pushed on a stack nobody will take, and lost.
+var closedStack = new(Timer)
+
+// push puts t, queued (or owned by its pusher), on its shard's incoming
+// stack without taking a lock, to be placed in a bucket later by whoever
+// drains the stack, and reports true; or reports false, pushing nothing,
+// if the shard is closed. The caller counts the push (countPush). Leaving
+// t on the stack is safe for a timer due at or after wakeAt, because the
+// driver drains every stack before it sleeps past wakeAt; the driver
+// publishes wakeAt before it drains, and the pusher reads it after
+// pushing, so one of them sees the other. Only a timer that is neither on
+// the stack nor in a drainer's hands is pushed (see the states in
+// timer.go). A push reads nothing of the timer below it, which may be
+// popped and reused by its owner meanwhile (see Timer.Stop).
+func (sh *shard) push(t *Timer) bool {
+	touch(sh, "push")
+	for {
+		h := sh.incoming.Load()
+		if h == closedStack {
+			return false
+		}
+		t.next = h
+		failpoint("push:head")
+		if sh.incoming.CompareAndSwap(h, t) {
+			return true
+		}
+	}
+}
+
+// countPush counts a push on sh as pc says, and reports whether its
+// pusher is to drain the stack: whether the count reached drainDepth.
+// Every pusher looks at the count, however it was counted, so a drain the
+// count calls for comes with the next push even when the push counted
+// last never came (see localShardPush).
+func (sh *shard) countPush(pc pushCount) bool {
+	if pc == countedByProc {
+		return sh.pushed.Load() >= drainDepth
+	}
+	return sh.pushed.Add(1) >= drainDepth
+}
+
 // drain places every timer of the incoming stack that is still queued, and
 // submits those that are due. Called with mu held.
 func (sh *shard) drain(now int64) {
@@ -470,6 +529,40 @@ func (sh *shard) addPendingOf(t *Timer, n int) {
 			touchShared("pending")
 			sh.st.free.Add(int64(-n))
 		}
+	}
+}
+
+// placeBatch is how many places a shard takes from st.free at once.
+const placeBatch = 16
+
+// reserve takes a place in WithMaxPending's bound for an arming on sh, from
+// its cache or from st.free, and reports false if it finds none (then the
+// caller collects; see reserveLocked). Called with sh.mu held.
+func (sh *shard) reserve() bool {
+	if sh.places > 0 {
+		sh.places--
+		return true
+	}
+	n := sh.st.takeFree(placeBatch)
+	sh.places += max(n-1, 0)
+	return n > 0
+}
+
+// release gives n places back: to sh's cache, or to st.free when it is low
+// or the cache is full. Called with sh.mu held.
+func (sh *shard) release(n int64) {
+	st := sh.st
+	if st.free.Load() < st.lowPlaces {
+		touchShared("pending")
+		st.free.Add(n + sh.places)
+		sh.places = 0
+		return
+	}
+	sh.places += n
+	if sh.places > 2*placeBatch {
+		touchShared("pending")
+		st.free.Add(sh.places - placeBatch)
+		sh.places = placeBatch
 	}
 }
 

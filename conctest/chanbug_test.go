@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // TestChanTimerNegativeDuration: time.NewTimer(d) and Reset(d) with d <= 0
@@ -56,7 +57,7 @@ func TestChanTimerNegativeDuration(t *testing.T) {
 // so the run is its child, and nothing but the busy state orders the store
 // before the run's read. Without -race the test checks little.
 func TestTickerAfterStopRace(t *testing.T) {
-	isolate(t, childTimeout, func(t *testing.T) {
+	isolate.Run(t, childTimeout, func(t *testing.T) {
 		mock := clock.NewMock()
 		st, err := timingwheel.New(timingwheel.WithTick(tick), timingwheel.WithClock(mock))
 		if err != nil {

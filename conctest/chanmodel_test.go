@@ -119,22 +119,32 @@ func (s cstate) arm(in cinput, out coutput) cstate {
 	return s
 }
 
+// stepShared takes the steps in which a ChanTimer and a Ticker are alike:
+// the call that makes the timer (armed by arm), SystemTimer.Stop, which
+// changes neither, and any call before the timer is made, which is not
+// possible. It reports done false for the others, with nothing taken.
+func stepShared(s cstate, in cinput, out coutput, arm func(cstate, cinput, coutput) cstate) (next []interface{}, done bool) {
+	switch {
+	case in.kind == copNew:
+		if s.made || out.err != errNone {
+			return nil, true
+		}
+		s = arm(s, in, out)
+		s.made = true
+		return []interface{}{s}, true
+	case in.kind == copSTStop:
+		return []interface{}{s}, true // before the timer is made, or after
+	case !s.made:
+		return nil, true
+	}
+	return nil, false
+}
+
 // stepChan returns the states a ChanTimer can be in after the operation,
 // none if its result is not possible in s.
 func stepChan(s cstate, in cinput, out coutput) []interface{} {
-	if in.kind == copNew {
-		if s.made || out.err != errNone {
-			return nil
-		}
-		s = s.arm(in, out)
-		s.made = true
-		return []interface{}{s}
-	}
-	if in.kind == copSTStop {
-		return []interface{}{s} // before the timer is made, or after
-	}
-	if !s.made {
-		return nil
+	if next, done := stepShared(s, in, out, cstate.arm); done {
+		return next
 	}
 	switch in.kind {
 	case copStop:
@@ -176,19 +186,8 @@ func (s cstate) armTicker(in cinput, out coutput) cstate {
 // stepTicker returns the states a Ticker can be in after the operation,
 // none if its result is not possible in s.
 func stepTicker(s cstate, in cinput, out coutput) []interface{} {
-	if in.kind == copNew {
-		if s.made || out.err != errNone {
-			return nil
-		}
-		s = s.armTicker(in, out)
-		s.made = true
-		return []interface{}{s}
-	}
-	if in.kind == copSTStop {
-		return []interface{}{s} // before the timer is made, or after
-	}
-	if !s.made {
-		return nil
+	if next, done := stepShared(s, in, out, cstate.armTicker); done {
+		return next
 	}
 	switch in.kind {
 	case copStop:

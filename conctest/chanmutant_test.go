@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // The mutants put a fault between a history and its timer, each one a bug
@@ -115,7 +116,7 @@ func TestChanMutants(t *testing.T) {
 		{"Ticker/early", true, early},
 		{"Ticker/never", true, never},
 	}
-	isolate(t, childTimeout, func(t *testing.T) {
+	isolate.Run(t, childTimeout, func(t *testing.T) {
 		old := runtime.GOMAXPROCS(8)
 		defer runtime.GOMAXPROCS(old)
 		seed := seedBase(t)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/isolate"
 )
 
 // childTimeout bounds a test's child process: a hang fails the test then.
@@ -52,20 +54,30 @@ func seedBase(t *testing.T) uint64 {
 	return s
 }
 
-// runHistories records and checks histories of cfg's kind, with GOMAXPROCS
-// above the core count (so the OS preempts goroutines anywhere), until n
-// are checked, the time budget is spent, or three have failed.
+// runHistories records and checks histories of cfg's kind until n are
+// checked, the time budget is spent, or three have failed (see runChecks).
 func runHistories(t *testing.T, cfg config, n int) {
-	isolate(t, childTimeout, func(t *testing.T) {
+	runChecks(t, n, 6*time.Second, 10*time.Second, func(t *testing.T, seed uint64, res *checkResult) bool {
+		return check(t, record(t, seed, cfg), cfg.maxPending, res)
+	})
+}
+
+// runChecks records and checks one history after another with checkOne,
+// each with a seed of its own, in a child process and with GOMAXPROCS
+// above the core count (so the OS preempts goroutines anywhere), until n
+// are checked, the time budget (budget's, from short and long) is spent,
+// or three have failed.
+func runChecks(t *testing.T, n int, short, long time.Duration, checkOne func(t *testing.T, seed uint64, res *checkResult) bool) {
+	isolate.Run(t, childTimeout, func(t *testing.T) {
 		old := runtime.GOMAXPROCS(8)
 		defer runtime.GOMAXPROCS(old)
-		n, d := budget(n, 6*time.Second, 10*time.Second)
+		n, d := budget(n, short, long)
 		seed := seedBase(t)
 		deadline := time.Now().Add(d)
 		var res checkResult
 		failed := 0
 		for i := 0; i < n && failed < 3 && (time.Now().Before(deadline) || res.checks < minChecks(n)); i++ {
-			if !check(t, record(t, seed+uint64(i), cfg), cfg.maxPending, &res) {
+			if !checkOne(t, seed+uint64(i), &res) {
 				failed++
 			}
 		}

@@ -35,6 +35,25 @@ func modes() []mode {
 	}
 }
 
+// inEachMode runs test in a synctest bubble once for each mode, with a
+// SystemTimer of its own and one end of a net.Pipe wrapped with the mode's
+// options and idle time; cli is the peer's end, closed when test returns.
+func inEachMode(t *testing.T, idle time.Duration, test func(t *testing.T, m mode, st *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn)) {
+	t.Helper()
+	for _, m := range modes() {
+		t.Run(m.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newTimer(t)
+				srv, cli := net.Pipe()
+				defer cli.Close()
+				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
+				require.NoError(t, err)
+				test(t, m, st, c, cli)
+			})
+		})
+	}
+}
+
 // requireTimeout checks that err is what an expired deadline gives.
 func requireTimeout(t *testing.T, err error, op string) {
 	t.Helper()
@@ -72,82 +91,64 @@ func goRead(c net.Conn, b []byte) <-chan ioResult {
 // WithCloseOnIdle the peer sees the connection closed, without it the
 // connection stays open until Close.
 func TestBlockedReadIsCutSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				const idle = time.Second
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				start := time.Now()
-				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
-				require.NoError(t, err)
+	const idle = time.Second
+	inEachMode(t, idle, func(t *testing.T, m mode, _ *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn) {
+		start := time.Now()
 
-				peer := goRead(cli, make([]byte, 1))
-				r := <-goRead(c, make([]byte, 1))
-				requireTimeout(t, r.err, "read")
-				assert.Zero(t, r.n)
-				cut := r.at.Sub(start)
-				assert.GreaterOrEqual(t, cut, idle, "cut before its idle time")
-				assert.LessOrEqual(t, cut, idle+m.late, "cut late")
+		peer := goRead(cli, make([]byte, 1))
+		r := <-goRead(c, make([]byte, 1))
+		requireTimeout(t, r.err, "read")
+		assert.Zero(t, r.n)
+		cut := r.at.Sub(start)
+		assert.GreaterOrEqual(t, cut, idle, "cut before its idle time")
+		assert.LessOrEqual(t, cut, idle+m.late, "cut late")
 
-				// Later calls fail at once, whatever the peer does.
-				_, err = c.Read(make([]byte, 1))
-				requireTimeout(t, err, "read")
-				_, err = c.Write([]byte("x"))
-				requireTimeout(t, err, "write")
+		// Later calls fail at once, whatever the peer does.
+		_, err := c.Read(make([]byte, 1))
+		requireTimeout(t, err, "read")
+		_, err = c.Write([]byte("x"))
+		requireTimeout(t, err, "write")
 
-				synctest.Wait()
-				select {
-				case p := <-peer:
-					require.True(t, m.closes, "the peer's Read returned (%v) though the connection was not to be closed", p.err)
-					assert.ErrorIs(t, p.err, io.EOF)
-					assert.NoError(t, c.Close(), "the first Close after a close on expiry")
-				default:
-					require.False(t, m.closes, "WithCloseOnIdle did not close the connection")
-					assert.NoError(t, c.Close())
-					assert.ErrorIs(t, (<-peer).err, io.EOF)
-				}
-				// After Close, what the underlying conn says.
-				_, err = c.Read(make([]byte, 1))
-				assert.ErrorIs(t, err, io.ErrClosedPipe)
-			})
-		})
-	}
+		synctest.Wait()
+		select {
+		case p := <-peer:
+			require.True(t, m.closes, "the peer's Read returned (%v) though the connection was not to be closed", p.err)
+			assert.ErrorIs(t, p.err, io.EOF)
+			assert.NoError(t, c.Close(), "the first Close after a close on expiry")
+		default:
+			require.False(t, m.closes, "WithCloseOnIdle did not close the connection")
+			assert.NoError(t, c.Close())
+			assert.ErrorIs(t, (<-peer).err, io.EOF)
+		}
+		// After Close, what the underlying conn says.
+		_, err = c.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.ErrClosedPipe)
+	})
 }
 
 // TestBlockedWriteIsCutSynctest: a Write that the peer does not read fails
 // at idle after the last activity.
 func TestBlockedWriteIsCutSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				const idle = 500 * time.Millisecond
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
-				require.NoError(t, err)
-				defer c.Close()
+	const idle = 500 * time.Millisecond
+	inEachMode(t, idle, func(t *testing.T, m mode, _ *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn) {
+		defer c.Close()
 
-				// One exchange, 200ms in: the last activity.
-				time.Sleep(200 * time.Millisecond)
-				got := goRead(cli, make([]byte, 1))
-				_, err = c.Write([]byte("a"))
-				require.NoError(t, err)
-				require.NoError(t, (<-got).err)
-				last := time.Now()
+		// One exchange, 200ms in: the last activity.
+		time.Sleep(200 * time.Millisecond)
+		got := goRead(cli, make([]byte, 1))
+		_, err := c.Write([]byte("a"))
+		require.NoError(t, err)
+		require.NoError(t, (<-got).err)
+		last := time.Now()
 
-				// The peer reads no more: net.Pipe's Write blocks.
-				n, err := c.Write([]byte("b"))
-				requireTimeout(t, err, "write")
-				assert.Zero(t, n)
-				cut := time.Since(last)
-				assert.GreaterOrEqual(t, cut, idle)
-				assert.LessOrEqual(t, cut, idle+m.late)
-			})
-		})
-	}
+		// The peer reads no more: net.Pipe's Write blocks.
+		n, err := c.Write([]byte("b"))
+		requireTimeout(t, err, "write")
+		assert.Zero(t, n)
+		cut := time.Since(last)
+		assert.GreaterOrEqual(t, cut, idle)
+		assert.LessOrEqual(t, cut, idle+m.late)
+	})
 }
 
 // TestCutBoundsSynctest drives many connections through random schedules
@@ -249,158 +250,122 @@ func TestCutBoundsSynctest(t *testing.T) {
 // connection's, not a direction's: while the server writes, a Read blocked
 // on a silent peer is not cut.
 func TestWritesKeepABlockedReadSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				const idle = 200 * time.Millisecond
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
-				require.NoError(t, err)
-				defer c.Close()
-				go io.Copy(io.Discard, cli)
+	const idle = 200 * time.Millisecond
+	inEachMode(t, idle, func(t *testing.T, m mode, _ *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn) {
+		defer c.Close()
+		go io.Copy(io.Discard, cli)
 
-				read := goRead(c, make([]byte, 1))
-				for range 20 { // 2s of writes, one every idle/2
-					time.Sleep(idle / 2)
-					_, err := c.Write([]byte("x"))
-					require.NoError(t, err)
-				}
-				last := time.Now()
-				synctest.Wait()
-				select {
-				case r := <-read:
-					t.Fatalf("the blocked Read returned %v while writes went on", r.err)
-				default:
-				}
-				r := <-read
-				requireTimeout(t, r.err, "read")
-				assert.GreaterOrEqual(t, r.at.Sub(last), idle)
-				assert.LessOrEqual(t, r.at.Sub(last), idle+m.late)
-			})
-		})
-	}
+		read := goRead(c, make([]byte, 1))
+		for range 20 { // 2s of writes, one every idle/2
+			time.Sleep(idle / 2)
+			_, err := c.Write([]byte("x"))
+			require.NoError(t, err)
+		}
+		last := time.Now()
+		synctest.Wait()
+		select {
+		case r := <-read:
+			t.Fatalf("the blocked Read returned %v while writes went on", r.err)
+		default:
+		}
+		r := <-read
+		requireTimeout(t, r.err, "read")
+		assert.GreaterOrEqual(t, r.at.Sub(last), idle)
+		assert.LessOrEqual(t, r.at.Sub(last), idle+m.late)
+	})
 }
 
 // TestOwnDeadlinesSynctest: the caller's deadlines work beside the idle
 // timeout and do not end it; after the idle timeout no deadline revives the
 // connection, down to the underlying conn.
 func TestOwnDeadlinesSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				const idle = time.Second
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
-				require.NoError(t, err)
-				defer c.Close()
-				b := make([]byte, 1)
+	const idle = time.Second
+	inEachMode(t, idle, func(t *testing.T, m mode, _ *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn) {
+		defer c.Close()
+		b := make([]byte, 1)
 
-				// A deadline of the caller's, well before idle.
-				start := time.Now()
-				require.NoError(t, c.SetReadDeadline(start.Add(100*time.Millisecond)))
-				_, err = c.Read(b)
-				requireTimeout(t, err, "read")
-				assert.Equal(t, 100*time.Millisecond, time.Since(start))
+		// A deadline of the caller's, well before idle.
+		start := time.Now()
+		require.NoError(t, c.SetReadDeadline(start.Add(100*time.Millisecond)))
+		_, err := c.Read(b)
+		requireTimeout(t, err, "read")
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
 
-				// The connection is not expired: a new deadline, and it
-				// reads.
-				require.NoError(t, c.SetReadDeadline(time.Time{}))
-				go cli.Write([]byte("x"))
-				n, err := c.Read(b)
-				require.NoError(t, err)
-				require.Equal(t, 1, n)
-				last := time.Now()
+		// The connection is not expired: a new deadline, and it
+		// reads.
+		require.NoError(t, c.SetReadDeadline(time.Time{}))
+		go cli.Write([]byte("x"))
+		n, err := c.Read(b)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		last := time.Now()
 
-				// A deadline of the caller's after idle does not hold the
-				// idle timeout back.
-				require.NoError(t, c.SetDeadline(last.Add(10*idle)))
-				_, err = c.Read(b)
-				requireTimeout(t, err, "read")
-				assert.GreaterOrEqual(t, time.Since(last), idle)
-				assert.LessOrEqual(t, time.Since(last), idle+m.late)
+		// A deadline of the caller's after idle does not hold the
+		// idle timeout back.
+		require.NoError(t, c.SetDeadline(last.Add(10*idle)))
+		_, err = c.Read(b)
+		requireTimeout(t, err, "read")
+		assert.GreaterOrEqual(t, time.Since(last), idle)
+		assert.LessOrEqual(t, time.Since(last), idle+m.late)
 
-				// Expired: clearing the deadlines revives nothing, not even
-				// the underlying conn.
-				c.SetDeadline(time.Time{})
-				c.SetReadDeadline(time.Now().Add(time.Hour))
-				c.SetWriteDeadline(time.Time{})
-				_, err = c.Read(b)
-				requireTimeout(t, err, "read")
-				if !m.closes {
-					raw := goRead(c.NetConn(), b)
-					synctest.Wait()
-					select {
-					case r := <-raw:
-						assert.ErrorIs(t, r.err, os.ErrDeadlineExceeded)
-					default:
-						t.Fatal("a deadline set after the expiry revived the underlying conn: its Read blocks")
-					}
-				}
-			})
-		})
-	}
+		// Expired: clearing the deadlines revives nothing, not even
+		// the underlying conn.
+		c.SetDeadline(time.Time{})
+		c.SetReadDeadline(time.Now().Add(time.Hour))
+		c.SetWriteDeadline(time.Time{})
+		_, err = c.Read(b)
+		requireTimeout(t, err, "read")
+		if !m.closes {
+			raw := goRead(c.NetConn(), b)
+			synctest.Wait()
+			select {
+			case r := <-raw:
+				assert.ErrorIs(t, r.err, os.ErrDeadlineExceeded)
+			default:
+				t.Fatal("a deadline set after the expiry revived the underlying conn: its Read blocks")
+			}
+		}
+	})
 }
 
 // TestCloseStopsTheTimerSynctest: a connection closed before its idle
 // timeout holds nothing on the wheel and never expires.
 func TestCloseStopsTheTimerSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				c, err := idleconn.Wrap(srv, st, time.Second, m.opts...)
-				require.NoError(t, err)
-				assert.Equal(t, 1, st.Len())
-				time.Sleep(500 * time.Millisecond)
-				require.NoError(t, c.Close())
-				assert.Zero(t, st.Len(), "Close left the timer on the wheel")
-				time.Sleep(5 * time.Second)
-				assert.Zero(t, st.Len())
-				_, err = c.Read(make([]byte, 1))
-				assert.ErrorIs(t, err, io.ErrClosedPipe, "a closed connection says so, it does not time out")
-				assert.NotErrorIs(t, err, os.ErrDeadlineExceeded)
-			})
-		})
-	}
+	inEachMode(t, time.Second, func(t *testing.T, _ mode, st *timingwheel.SystemTimer, c *idleconn.Conn, _ net.Conn) {
+		assert.Equal(t, 1, st.Len())
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, c.Close())
+		assert.Zero(t, st.Len(), "Close left the timer on the wheel")
+		time.Sleep(5 * time.Second)
+		assert.Zero(t, st.Len())
+		_, err := c.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.ErrClosedPipe, "a closed connection says so, it does not time out")
+		assert.NotErrorIs(t, err, os.ErrDeadlineExceeded)
+	})
 }
 
 // TestDataRacingTheCutSynctest: data that arrives in the very instant the
 // timer fires is returned or not, but the connection is cut either way
 // once its idle time has passed, and it is never cut early.
 func TestDataRacingTheCutSynctest(t *testing.T) {
-	for _, m := range modes() {
-		t.Run(m.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
-				const idle = time.Second
-				srv, cli := net.Pipe()
-				defer cli.Close()
-				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
-				require.NoError(t, err)
-				defer c.Close()
-				start := time.Now()
-				go func() {
-					time.Sleep(idle) // the deadline itself
-					cli.Write([]byte("x"))
-				}()
-				b := make([]byte, 1)
-				for {
-					_, err := c.Read(b)
-					if err != nil {
-						requireTimeout(t, err, "read")
-						assert.GreaterOrEqual(t, time.Since(start), idle)
-						break
-					}
-				}
-			})
-		})
-	}
+	const idle = time.Second
+	inEachMode(t, idle, func(t *testing.T, _ mode, _ *timingwheel.SystemTimer, c *idleconn.Conn, cli net.Conn) {
+		defer c.Close()
+		start := time.Now()
+		go func() {
+			time.Sleep(idle) // the deadline itself
+			cli.Write([]byte("x"))
+		}()
+		b := make([]byte, 1)
+		for {
+			_, err := c.Read(b)
+			if err != nil {
+				requireTimeout(t, err, "read")
+				assert.GreaterOrEqual(t, time.Since(start), idle)
+				break
+			}
+		}
+	})
 }
 
 func TestBadInput(t *testing.T) {

@@ -6,6 +6,9 @@
 // environment variable that tells it to run the body instead of spawning
 // again. A child that runs past its timeout gets SIGQUIT, which makes the Go
 // runtime print every goroutine's stack, and the parent reports that dump.
+//
+// The conctest module uses it too: a module whose path lies below this
+// module's may import its internal packages.
 package isolate
 
 import (
@@ -14,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,7 +33,9 @@ func InChild(t testing.TB) bool { return os.Getenv(envKey) == t.Name() }
 // Run runs body in a child process and fails t if the child fails, crashes
 // or runs longer than timeout. In the child, it runs body on t. It must be
 // the only thing t does that matters: the parent runs nothing else of the
-// test after Run, except reporting.
+// test after Run, except reporting. The child runs with the parent's
+// -short. Every package that uses Run checks for leaked goroutines with
+// goleak's VerifyTestMain (see the GORACE setting below).
 func Run(t *testing.T, timeout time.Duration, body func(t *testing.T)) {
 	t.Helper()
 	if InChild(t) {
@@ -44,8 +50,14 @@ func Run(t *testing.T, timeout time.Duration, body func(t *testing.T)) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0],
 		"-test.run="+strings.Join(pattern, "/"), "-test.count=1", "-test.v",
-		"-test.timeout="+(timeout+time.Minute).String())
+		"-test.timeout="+(timeout+time.Minute).String(),
+		"-test.short="+strconv.FormatBool(testing.Short()))
 	cmd.Env = append(os.Environ(), envKey+"="+t.Name())
+	// The race detector's runtime sleeps a second before the process
+	// exits, so that goroutines still running can report; the child's test
+	// has returned, and goleak has seen its goroutines end: a second per
+	// child for nothing.
+	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	// On timeout: SIGQUIT, so the child prints its goroutines; then kill.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second
@@ -62,7 +74,7 @@ func Run(t *testing.T, timeout time.Duration, body func(t *testing.T)) {
 		t.Fatalf("the child process did not run the test; its output:\n%s", tail(out.Bytes()))
 	}
 	if testing.Verbose() {
-		t.Logf("child passed in %v", time.Since(start).Round(time.Millisecond))
+		t.Logf("child passed in %v; its output:\n%s", time.Since(start).Round(time.Millisecond), tail(out.Bytes()))
 	}
 }
 

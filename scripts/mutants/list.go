@@ -64,7 +64,7 @@ var mutants = []mutant{
 		why: "the drainer does not settle a timer stopped on the stack: it is left there",
 	},
 	{
-		name: "push-ignores-closed", file: "systemtimer.go",
+		name: "push-ignores-closed", file: "timingwheel.go",
 		old: "\t\tif h == closedStack {\n\t\t\treturn false\n\t\t}\n\t\tt.next = h",
 		new: "\t\tt.next = h",
 		why: "a push does not see that SystemTimer.Stop closed the stack",
@@ -319,7 +319,7 @@ var mutants = []mutant{
 		why: "a bucket that becomes the delay queue's head does not wake the driver, which sleeps until the old head",
 	},
 	{
-		name: "take-needs-two", file: "systemtimer.go",
+		name: "take-needs-two", file: "timingwheel.go",
 		old: "\treturn n > 0\n",
 		new: "\treturn n > 1\n",
 		why: "a shard that finds one free place in WithMaxPending's bound refuses: the bound refuses before it is reached",
@@ -331,7 +331,7 @@ var mutants = []mutant{
 		why: "near the bound a shard still takes a batch of places into its cache",
 	},
 	{
-		name: "release-keeps-when-low", file: "systemtimer.go",
+		name: "release-keeps-when-low", file: "timingwheel.go",
 		old: "\tif st.free.Load() < st.lowPlaces {",
 		new: "\tif false {",
 		why: "near the bound a shard keeps the places its timers give back, instead of giving them to the shared count",
@@ -379,7 +379,7 @@ var mutants = []mutant{
 		why: "pushes a processor counts never reach its shard's count: the incoming stack grows without bound",
 	},
 	{
-		name: "proc-count-unseen", file: "systemtimer.go",
+		name: "proc-count-unseen", file: "timingwheel.go",
 		old: "\t\treturn sh.pushed.Load() >= drainDepth",
 		new: "\t\treturn false",
 		why: "a push the processor counted never drains, whatever the shard's count",

@@ -27,15 +27,7 @@ func init() {
 
 		Cases: func(p Profile) []Case {
 			pairs := churnPairs.Get(p)
-			var cases []Case
-			for _, n := range churnN.Get(p) {
-				cases = append(cases, Case{
-					Label: "N=" + formatCount(n),
-					X:     float64(n),
-					Run:   func(e *Env) error { return runChurn(e, n, pairs) },
-				})
-			}
-			return cases
+			return sizeCases(churnN.Get(p), func(e *Env, n int) error { return runChurn(e, n, pairs) })
 		},
 		Charts: []Chart{SizeChart{
 			Metric: "ns/pair",

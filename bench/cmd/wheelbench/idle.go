@@ -24,15 +24,7 @@ func init() {
 
 		Cases: func(p Profile) []Case {
 			window := idleFor.Get(p)
-			var cases []Case
-			for _, n := range idleN.Get(p) {
-				cases = append(cases, Case{
-					Label: "N=" + formatCount(n),
-					X:     float64(n),
-					Run:   func(e *Env) error { return runIdle(e, n, window) },
-				})
-			}
-			return cases
+			return sizeCases(idleN.Get(p), func(e *Env, n int) error { return runIdle(e, n, window) })
 		},
 	})
 }

@@ -21,15 +21,7 @@ func init() {
 		},
 
 		Cases: func(p Profile) []Case {
-			var cases []Case
-			for _, n := range memoryN.Get(p) {
-				cases = append(cases, Case{
-					Label: "N=" + formatCount(n),
-					X:     float64(n),
-					Run:   func(e *Env) error { return runMemory(e, n) },
-				})
-			}
-			return cases
+			return sizeCases(memoryN.Get(p), runMemory)
 		},
 	})
 }

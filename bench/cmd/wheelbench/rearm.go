@@ -34,15 +34,7 @@ func init() {
 		},
 		Cases: func(p Profile) []Case {
 			ops := rearmOps.Get(p)
-			var cases []Case
-			for _, n := range rearmN.Get(p) {
-				cases = append(cases, Case{
-					Label: "N=" + formatCount(n),
-					X:     float64(n),
-					Run:   func(e *Env) error { return runRearm(e, n, ops) },
-				})
-			}
-			return cases
+			return sizeCases(rearmN.Get(p), func(e *Env, n int) error { return runRearm(e, n, ops) })
 		},
 		Charts: []Chart{SizeChart{
 			Metric: "ns/Reset",
@@ -61,15 +53,7 @@ func init() {
 		},
 		Cases: func(p Profile) []Case {
 			pairs := reusePairs.Get(p)
-			var cases []Case
-			for _, n := range reuseN.Get(p) {
-				cases = append(cases, Case{
-					Label: "N=" + formatCount(n),
-					X:     float64(n),
-					Run:   func(e *Env) error { return runReuse(e, n, pairs) },
-				})
-			}
-			return cases
+			return sizeCases(reuseN.Get(p), func(e *Env, n int) error { return runReuse(e, n, pairs) })
 		},
 	})
 }

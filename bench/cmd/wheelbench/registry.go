@@ -191,6 +191,20 @@ func parseCounts(s string) ([]int, error) {
 	return ns, nil
 }
 
+// sizeCases returns a case for each count n of ns, labelled N=n and
+// charted at n, that runs run(e, n).
+func sizeCases(ns []int, run func(e *Env, n int) error) []Case {
+	cases := make([]Case, 0, len(ns))
+	for _, n := range ns {
+		cases = append(cases, Case{
+			Label: "N=" + formatCount(n),
+			X:     float64(n),
+			Run:   func(e *Env) error { return run(e, n) },
+		})
+	}
+	return cases
+}
+
 // formatCount writes n the way parseCount reads it: 1M, 200k, 1500.
 func formatCount(n int) string {
 	switch {
