@@ -544,31 +544,6 @@ func scenarios() []scenario {
 			assert.Equal(t, []string{"deadline: true, ctx err: <nil>"}, o.Notes)
 		},
 	}, {
-		name: "timeout/zero-dt",
-		dt:   0,
-		msg:  "zero",
-		inner: func(p *probe, w http.ResponseWriter, r *http.Request) {
-			p.note("ctx err at start: %v", r.Context().Err())
-			<-p.served
-		},
-		check: func(t *testing.T, m mode, o outcome) {
-			assert.Equal(t, http.StatusServiceUnavailable, o.Status)
-			assert.Equal(t, "zero", o.Body)
-			assert.Equal(t, []string{"ctx err at start: context deadline exceeded"}, o.Notes)
-		},
-	}, {
-		name: "timeout/negative-dt",
-		dt:   -time.Second,
-		msg:  "negative",
-		inner: func(p *probe, w http.ResponseWriter, r *http.Request) {
-			p.note("ctx err at start: %v", r.Context().Err())
-			<-p.served
-		},
-		check: func(t *testing.T, m mode, o outcome) {
-			assert.Equal(t, http.StatusServiceUnavailable, o.Status)
-			assert.Equal(t, "negative", o.Body)
-		},
-	}, {
 		name: "timeout/Goexit-waits-for-the-deadline",
 		dt:   short,
 		msg:  "gone",
@@ -681,7 +656,30 @@ func scenarios() []scenario {
 		check: func(t *testing.T, m mode, o outcome) {
 			checkPanic(t, m, o, "string: invalid WriteHeader code 1000", "invalid WriteHeader code 1000")
 		},
-	}}
+	},
+		expiredAtStart("timeout/zero-dt", 0, "zero"),
+		expiredAtStart("timeout/negative-dt", -time.Second, "negative"),
+	}
+}
+
+// expiredAtStart is the scenario of a time limit that has passed when the
+// handler starts, zero or negative: the handler's context is done at once,
+// and the reply is the 503 with msg.
+func expiredAtStart(name string, dt time.Duration, msg string) scenario {
+	return scenario{
+		name: name,
+		dt:   dt,
+		msg:  msg,
+		inner: func(p *probe, w http.ResponseWriter, r *http.Request) {
+			p.note("ctx err at start: %v", r.Context().Err())
+			<-p.served
+		},
+		check: func(t *testing.T, m mode, o outcome) {
+			assert.Equal(t, http.StatusServiceUnavailable, o.Status)
+			assert.Equal(t, msg, o.Body)
+			assert.Equal(t, []string{"ctx err at start: context deadline exceeded"}, o.Notes)
+		},
+	}
 }
 
 func is[T any](v any) bool {
