@@ -74,11 +74,7 @@ func init() {
 				cfgs[4].slowEvery = httpSlowEvery.Get(p)
 				for _, cfg := range cfgs {
 					cfg.conns = c
-					cases = append(cases, Case{
-						Label: cfg.label(),
-						X:     float64(c),
-						Run:   func(e *Env) error { return runHTTP(e, cfg) },
-					})
+					cases = append(cases, configCase(cfg, c, runHTTP))
 				}
 			}
 			return cases
