@@ -788,3 +788,39 @@ func TestCascadeGateOrder(t *testing.T) {
 	require.Equal(t, uint64(2*n), st.Stats().Cascaded, "the driver whose list is due later did not get in once the earlier was served")
 	require.Zero(t, st.cascading.Load(), "a place was not given back")
 }
+
+// TestManyTimersSameInstant: a million timers due at one instant all fire,
+// once each; the wheel is then empty.
+func TestManyTimersSameInstant(t *testing.T) {
+	n := 1_000_000
+	if raceEnabled || testing.Short() {
+		n = 200_000
+	}
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		deadline := time.Now().Add(time.Second)
+		var fired, early, late atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(n)
+		cb := func() {
+			switch now := time.Now(); {
+			case now.Before(deadline):
+				early.Add(1)
+			case now.After(deadline.Add(time.Millisecond)):
+				late.Add(1)
+			}
+			fired.Add(1)
+			wg.Done()
+		}
+		for range n {
+			_, err := st.AfterFunc(time.Until(deadline), cb)
+			require.NoError(t, err)
+		}
+		wg.Wait()
+		assert.Equal(t, int64(n), fired.Load())
+		assert.Zero(t, early.Load())
+		assert.Zero(t, late.Load())
+		assert.Equal(t, 0, st.Len())
+	})
+}

@@ -1,12 +1,16 @@
 package timingwheel
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"slices"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 )
 
 // FuzzWheelAgainstModel runs random sequences of AfterFunc, Stop, Reset and
@@ -329,4 +333,73 @@ func cmpTimer(a, b *Timer) int {
 		return 1
 	}
 	return 0
+}
+
+// FuzzOptions feeds arbitrary option values to New: it returns a working
+// SystemTimer or an error naming the option, and never panics or hangs.
+func FuzzOptions(f *testing.F) {
+	f.Add(int64(time.Millisecond), 512, 2, 0)
+	f.Add(int64(0), 1, 0, -1)
+	f.Add(int64(-1), 0, -5, 10)
+	f.Add(int64(1), 2, 1, 1)
+	f.Add(int64(1<<62), 1<<16, 1<<16, 1<<40)
+	f.Add(int64(1<<62), 1<<16+1, 1<<16+1, 0)
+	f.Add(int64(1), 2, 2, 0)             // 1ns ticks with the largest delays
+	f.Add(int64(1), 512, 2, 0)           // ... and the default wheel size
+	f.Add(int64(7), 3, 1, 1)             // under 8ns: the horizon is 2^60 ticks
+	f.Add(int64(time.Minute), 2, 1, 3)   // the largest tick
+	f.Add(int64(time.Minute+1), 2, 1, 3) // and one past it
+	f.Fuzz(func(t *testing.T, tick int64, size, workers, maxPending int) {
+		st, err := New(WithTick(time.Duration(tick)), WithWheelSize(size), WithWorkers(workers), WithMaxPending(maxPending))
+		valid := tick > 0 && tick <= int64(maxTick) && size >= 2 && size <= maxWheelSize && workers >= 1 && workers <= maxWorkers && maxPending >= 0
+		if !valid {
+			if err == nil {
+				st.Stop()
+				t.Fatalf("New accepted tick=%d size=%d workers=%d maxPending=%d", tick, size, workers, maxPending)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("New rejected valid options: %v", err)
+		}
+		defer st.Stop()
+		// It works: d <= 0 runs at once; a far timer is pending and stops.
+		ran := make(chan struct{})
+		if _, err := st.AfterFunc(0, func() { close(ran) }); err != nil {
+			t.Fatal(err)
+		}
+		testwait.Recv(t, ran, "an immediate callback")
+		tm, err := st.AfterFunc(time.Hour, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tm.Stop() {
+			t.Fatal("Stop of a pending timer returned false")
+		}
+		// The largest delays, whatever the tick: AfterFunc, Reset of a
+		// stopped and of a pending timer, a deadline past 2262. None may
+		// fire, and the driver must survive them (with a 1ns tick it
+		// panicked: "no level above the top one").
+		far, err := st.AfterFunc(math.MaxInt64, func() { t.Error("the largest delay fired") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tm.TryReset(math.MaxInt64); err != nil && (maxPending != 1 || !errors.Is(err, ErrTooManyPending)) {
+			t.Fatal(err)
+		}
+		if !far.Reset(math.MaxInt64 - 1) {
+			t.Fatal("Reset of a pending timer returned false")
+		}
+		ctx, cancel := st.WithDeadline(context.Background(), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+		defer cancel()
+		st.Len() // drains the incoming stacks
+		// Up to two timers are pending here: with a bound of 1 or 2 the
+		// context is refused, and says so.
+		if err := ctx.Err(); err != nil && !(maxPending >= 1 && maxPending <= 2 && errors.Is(context.Cause(ctx), ErrTooManyPending)) {
+			t.Fatalf("a deadline in 2300 expired: %v", err)
+		}
+		if !far.Stop() {
+			t.Fatal("Stop of the largest delay returned false")
+		}
+	})
 }

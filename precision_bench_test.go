@@ -31,14 +31,7 @@ func BenchmarkPrecision(b *testing.B) {
 		for _, kind := range []string{"afterfunc", "chan", "context"} {
 			for _, impl := range []string{"wheel", "runtime"} {
 				b.Run(fmt.Sprintf("d=%v/kind=%s/impl=%s", d, kind, impl), func(b *testing.B) {
-					var st *timingwheel.SystemTimer
-					if impl == "wheel" {
-						var err error
-						if st, err = timingwheel.New(); err != nil {
-							b.Fatal(err)
-						}
-						defer st.Stop()
-					}
+					st := wheelFor(b, impl)
 					wait := precisionWait(st, kind)
 					late := make([]time.Duration, 0, b.N)
 					for b.Loop() {
@@ -50,6 +43,20 @@ func BenchmarkPrecision(b *testing.B) {
 			}
 		}
 	}
+}
+
+// wheelFor returns a SystemTimer, stopped when b ends, for impl "wheel",
+// and nil, the runtime's timers, for impl "runtime".
+func wheelFor(b *testing.B, impl string) *timingwheel.SystemTimer {
+	if impl != "wheel" {
+		return nil
+	}
+	st, err := timingwheel.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Stop() })
+	return st
 }
 
 // precisionWait returns a function that arms a timer of the kind for d, on
@@ -126,14 +133,7 @@ func BenchmarkStorm(b *testing.B) {
 	}
 	for _, impl := range []string{"wheel", "runtime"} {
 		b.Run("impl="+impl, func(b *testing.B) {
-			var st *timingwheel.SystemTimer
-			if impl == "wheel" {
-				var err error
-				if st, err = timingwheel.New(); err != nil {
-					b.Fatal(err)
-				}
-				defer st.Stop()
-			}
+			st := wheelFor(b, impl)
 			late := make([]time.Duration, m)
 			var cpu float64
 			for b.Loop() {

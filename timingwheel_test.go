@@ -772,6 +772,59 @@ func TestMockClockManyTimersOneAdvance(t *testing.T) {
 	testwait.Recv(t, done, "all callbacks after one advance")
 }
 
+// TestMockJumpForwardDays schedules timers over days, jumps the mock clock
+// past all of them at once, and checks each fires exactly once and, with one
+// worker, in deadline order tick by tick among the timers of each shard:
+// each shard's driver expires its own buckets, in parallel with the others,
+// so timers of different shards (armed on different processors) run in
+// either order, as the runtime's timers of different Ps do.
+func TestMockJumpForwardDays(t *testing.T) {
+	// In a synctest bubble, so that the executor's stall delay (real
+	// time, faked here) passes only when the worker is really stuck: order
+	// is promised while workers keep up, and a loaded machine could
+	// otherwise make a helper take over part of the queue.
+	synctest.Test(t, func(t *testing.T) {
+		mock := clock.NewMock()
+		const tick = time.Millisecond
+		st := mustNew(t, WithClock(mock), WithTick(tick), WithWorkers(1), WithWheelSize(16))
+		defer st.Stop()
+		rng := rand.New(rand.NewPCG(8, 9))
+		n := 3000
+		if raceEnabled {
+			n = 500
+		}
+		type fire struct {
+			i  int
+			at time.Time
+		}
+		fires := make(chan fire, n)
+		deadlines := make([]time.Time, n)
+		shardOf := make([]int, n) // a pending timer stays on its shard
+		for i := range n {
+			d := time.Duration(1+rng.Int64N(int64(3*24*time.Hour/tick))) * tick
+			deadlines[i] = mock.Now().Add(d)
+			tm, err := st.AfterFunc(d, func() { fires <- fire{i, mock.Now()} })
+			require.NoError(t, err)
+			shardOf[i] = tm.shard().index(st)
+		}
+		mock.Set(mock.Now().Add(4 * 24 * time.Hour))
+		seen := make([]bool, n)
+		prev := make([]time.Time, len(st.shards))
+		for range n {
+			f := <-fires
+			require.False(t, seen[f.i], "timer %d fired twice", f.i)
+			seen[f.i] = true
+			dl, s := deadlines[f.i], shardOf[f.i]
+			require.False(t, dl.Before(prev[s].Truncate(tick)), "timer due at %v fired after one due at %v, both of shard %d", dl, prev[s], s)
+			require.False(t, f.at.Before(dl), "timer %d fired early", f.i)
+			prev[s] = dl
+		}
+		synctest.Wait()
+		assert.Empty(t, fires, "a timer fired twice")
+		assert.Equal(t, 0, st.Len())
+	})
+}
+
 func TestClockBackwardsNeverEarly(t *testing.T) {
 	fc := newFakeClock()
 	st := newManual(t, fc)

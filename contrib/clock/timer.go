@@ -20,23 +20,64 @@ var (
 	_ clockwork.Timer  = (*funcTimer)(nil)
 )
 
-// A chanTimer is a ChanTimer of the wheel or, once the wheel refused to
-// arm it, a time.Timer.
-type chanTimer struct {
+// A fallbackTimer is a timer W of the wheel or, once the wheel refused to
+// arm it, a time.Timer, made by newStd.
+type fallbackTimer[W interface {
+	Stop() bool
+	TryReset(time.Duration) (bool, error)
+}] struct {
 	// mu guards wheel and std: a Reset the wheel refuses replaces the
 	// first by the second, and C must not read the one being replaced.
 	// Held only around calls that neither block nor run user code.
-	mu    sync.Mutex
-	wheel *timingwheel.ChanTimer // nil when std is set
-	std   *time.Timer
+	mu     sync.Mutex
+	wheel  W // the zero W when std is set
+	std    *time.Timer
+	newStd func(time.Duration) *time.Timer // immutable
+}
+
+// Stop is time.Timer.Stop: if it returns true, the timer does not fire.
+func (t *fallbackTimer[W]) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.std != nil {
+		return t.std.Stop()
+	}
+	return t.wheel.Stop()
+}
+
+// Reset is time.Timer.Reset. If the wheel cannot arm the timer, it
+// becomes a time.Timer (a chanTimer's with a new channel).
+func (t *fallbackTimer[W]) Reset(d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.std != nil {
+		return t.std.Reset(d)
+	}
+	// A ChanTimer's TryReset drains its channel before it fails: no value
+	// from before is left there for a caller that still holds it.
+	was, err := t.wheel.TryReset(d)
+	if err != nil {
+		var zero W
+		t.wheel, t.std = zero, t.newStd(d)
+	}
+	return was
+}
+
+// A chanTimer is a ChanTimer of the wheel or, once the wheel refused to
+// arm it, a time.Timer.
+type chanTimer struct {
+	fallbackTimer[*timingwheel.ChanTimer]
 }
 
 func newChanTimer(st *timingwheel.SystemTimer, d time.Duration) *chanTimer {
+	t := &chanTimer{fallbackTimer[*timingwheel.ChanTimer]{newStd: time.NewTimer}}
 	wt, err := st.NewTimer(d)
 	if err != nil {
-		return &chanTimer{std: time.NewTimer(d)}
+		t.std = t.newStd(d)
+	} else {
+		t.wheel = wt
 	}
-	return &chanTimer{wheel: wt}
+	return t
 }
 
 // C returns the channel on which the time is delivered.
@@ -52,37 +93,10 @@ func (t *chanTimer) C() <-chan time.Time {
 // Chan is C, by clockwork's name.
 func (t *chanTimer) Chan() <-chan time.Time { return t.C() }
 
-// Stop is time.Timer.Stop.
-func (t *chanTimer) Stop() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.std != nil {
-		return t.std.Stop()
-	}
-	return t.wheel.Stop()
-}
-
-// Reset is time.Timer.Reset. If the wheel cannot arm the timer, it
-// becomes a time.Timer, with a new channel.
-func (t *chanTimer) Reset(d time.Duration) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.std != nil {
-		return t.std.Reset(d)
-	}
-	// TryReset drains the wheel's channel before it fails: no value from
-	// before is left there for a caller that still holds it.
-	was, err := t.wheel.TryReset(d)
-	if err != nil {
-		t.wheel, t.std = nil, time.NewTimer(d)
-	}
-	return was
-}
-
 // A ticker is a Ticker of the wheel or, once the wheel refused to arm it,
 // a time.Ticker.
 type ticker struct {
-	mu    sync.Mutex // guards wheel and std, as chanTimer.mu does
+	mu    sync.Mutex // guards wheel and std, as fallbackTimer.mu does
 	wheel *timingwheel.Ticker
 	std   *time.Ticker
 }
@@ -136,10 +150,7 @@ func (t *ticker) Reset(d time.Duration) {
 // A funcTimer is a Timer of the wheel that runs f or, once the wheel
 // refused to arm it, a time.Timer made by time.AfterFunc.
 type funcTimer struct {
-	f     func()
-	mu    sync.Mutex // guards wheel and std, as chanTimer.mu does
-	wheel *timingwheel.Timer
-	std   *time.Timer
+	fallbackTimer[*timingwheel.Timer]
 }
 
 func newFuncTimer(st *timingwheel.SystemTimer, d time.Duration, f func()) *funcTimer {
@@ -148,11 +159,16 @@ func newFuncTimer(st *timingwheel.SystemTimer, d time.Duration, f func()) *funcT
 		// timer fires; the wheel refuses it. Neither is worth imitating.
 		panic("twclock: AfterFunc: nil func")
 	}
+	t := &funcTimer{fallbackTimer[*timingwheel.Timer]{
+		newStd: func(d time.Duration) *time.Timer { return time.AfterFunc(d, f) },
+	}}
 	wt, err := st.AfterFunc(d, f)
 	if err != nil {
-		return &funcTimer{f: f, std: time.AfterFunc(d, f)}
+		t.std = t.newStd(d)
+	} else {
+		t.wheel = wt
 	}
-	return &funcTimer{f: f, wheel: wt}
+	return t
 }
 
 // C returns nil, as the C of a time.Timer made by time.AfterFunc is.
@@ -160,28 +176,3 @@ func (t *funcTimer) C() <-chan time.Time { return nil }
 
 // Chan is C, by clockwork's name.
 func (t *funcTimer) Chan() <-chan time.Time { return nil }
-
-// Stop is time.Timer.Stop: if it returns true, f does not run.
-func (t *funcTimer) Stop() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.std != nil {
-		return t.std.Stop()
-	}
-	return t.wheel.Stop()
-}
-
-// Reset is time.Timer.Reset: f runs once d has elapsed, whether it ran
-// before or not. If the wheel cannot arm the timer, time.AfterFunc does.
-func (t *funcTimer) Reset(d time.Duration) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.std != nil {
-		return t.std.Reset(d)
-	}
-	was, err := t.wheel.TryReset(d)
-	if err != nil {
-		t.wheel, t.std = nil, time.AfterFunc(d, t.f)
-	}
-	return was
-}

@@ -101,39 +101,9 @@ func NewTimerCollector(st *timingwheel.SystemTimer, opts ...Option) prometheus.C
 	if st == nil {
 		panic("twprom: NewTimerCollector(nil)")
 	}
-	c := newCollector(st.Stats, "timingwheel", opts, func(s *timingwheel.Stats) *timingwheel.Histogram { return &s.Lateness })
-	c.lateness = c.desc("callback_lateness_seconds",
-		"How late timer callbacks started: start minus the deadline.")
-	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
-	c.add(gauge, "timers_pending", "Timers pending.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Pending) })
-	c.add(counter, "timers_armed_total", "Armings of timers that entered the wheel.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Armed) })
-	c.add(counter, "timers_fired_total", "Timer callbacks handed to the executor.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Fired) })
-	c.add(counter, "timers_stopped_total", "Timers stopped before they fired.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Stopped) })
-	c.add(counter, "timers_postponed_total", "Timers pushed back by Reset that the driver placed again.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Postponed) })
-	c.add(counter, "timers_moved_total", "Resets that moved a pending timer to an earlier deadline.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Moved) })
-	c.add(counter, "timers_rejected_total", "Armings refused because WithMaxPending's bound was reached.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Rejected) })
-	c.add(counter, "timers_cascaded_total", "Timers moved from an expired bucket of a higher wheel level to a lower one.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Cascaded) })
-	c.add(counter, "callback_panics_total", "Timer callbacks that panicked.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Panics) })
-	c.add(gauge, "executor_backlog", "Callbacks handed to the executor and not started yet.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Backlog) })
-	c.add(gauge, "executor_workers", "Workers of the executor (WithWorkers).",
-		func(s *timingwheel.Stats) float64 { return float64(s.Workers) })
-	c.add(gauge, "executor_helpers", "Goroutines running callbacks beyond the workers, because callbacks blocked or ran long.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Helpers) })
-	c.add(gauge, "driver_lag_seconds", "How far the clock was past the last level-0 bucket the driver expired, when it did.",
-		func(s *timingwheel.Stats) float64 { return s.Lag.Seconds() })
-	c.add(gauge, "wheel_levels", "Wheel levels in use.",
-		func(s *timingwheel.Stats) float64 { return float64(s.Levels) })
-	return c
+	return newCollector(st.Stats, "timingwheel", opts, timerMetrics, "callback_lateness_seconds",
+		"How late timer callbacks started: start minus the deadline.",
+		func(s *timingwheel.Stats) *timingwheel.Histogram { return &s.Lateness })
 }
 
 // NewPurgatoryCollector returns a collector of p's Stats. It panics if p
@@ -142,26 +112,70 @@ func NewPurgatoryCollector[K comparable](p *purgatory.Purgatory[K], opts ...Opti
 	if p == nil {
 		panic("twprom: NewPurgatoryCollector(nil)")
 	}
-	c := newCollector(p.Stats, "purgatory", opts, func(s *purgatory.Stats) *timingwheel.Histogram { return &s.Lateness })
-	c.lateness = c.desc("expiry_lateness_seconds",
-		"How late operations expired: expiry minus the operation's deadline.")
-	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
-	c.add(gauge, "delayed_operations", "Operations whose timeout is armed (Kafka's NumDelayedOperations).",
-		func(s *purgatory.Stats) float64 { return float64(s.Delayed) })
-	c.add(gauge, "watched_entries", "Watch-list entries over all keys, stale ones included (Kafka's PurgatorySize).",
-		func(s *purgatory.Stats) float64 { return float64(s.Watched) })
-	c.add(counter, "operations_completed_total", "Operations completed after being watched, whichever way.",
-		func(s *purgatory.Stats) float64 { return float64(s.Completed) })
-	c.add(counter, "operations_expired_total", "Operations completed by their timeout.",
-		func(s *purgatory.Stats) float64 { return float64(s.Expired) })
-	c.add(counter, "purged_entries_total", "Stale watch-list entries removed by purges.",
-		func(s *purgatory.Stats) float64 { return float64(s.Purged) })
-	return c
+	return newCollector(p.Stats, "purgatory", opts, purgatoryMetrics, "expiry_lateness_seconds",
+		"How late operations expired: expiry minus the operation's deadline.",
+		func(s *purgatory.Stats) *timingwheel.Histogram { return &s.Lateness })
+}
+
+const counter, gauge = prometheus.CounterValue, prometheus.GaugeValue
+
+// timerMetrics are the counters and gauges of a SystemTimer, in the order
+// of the package doc.
+var timerMetrics = []metricDef[timingwheel.Stats]{
+	{gauge, "timers_pending", "Timers pending.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Pending) }},
+	{counter, "timers_armed_total", "Armings of timers that entered the wheel.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Armed) }},
+	{counter, "timers_fired_total", "Timer callbacks handed to the executor.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Fired) }},
+	{counter, "timers_stopped_total", "Timers stopped before they fired.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Stopped) }},
+	{counter, "timers_postponed_total", "Timers pushed back by Reset that the driver placed again.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Postponed) }},
+	{counter, "timers_moved_total", "Resets that moved a pending timer to an earlier deadline.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Moved) }},
+	{counter, "timers_rejected_total", "Armings refused because WithMaxPending's bound was reached.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Rejected) }},
+	{counter, "timers_cascaded_total", "Timers moved from an expired bucket of a higher wheel level to a lower one.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Cascaded) }},
+	{counter, "callback_panics_total", "Timer callbacks that panicked.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Panics) }},
+	{gauge, "executor_backlog", "Callbacks handed to the executor and not started yet.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Backlog) }},
+	{gauge, "executor_workers", "Workers of the executor (WithWorkers).",
+		func(s *timingwheel.Stats) float64 { return float64(s.Workers) }},
+	{gauge, "executor_helpers", "Goroutines running callbacks beyond the workers, because callbacks blocked or ran long.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Helpers) }},
+	{gauge, "driver_lag_seconds", "How far the clock was past the last level-0 bucket the driver expired, when it did.",
+		func(s *timingwheel.Stats) float64 { return s.Lag.Seconds() }},
+	{gauge, "wheel_levels", "Wheel levels in use.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Levels) }},
+}
+
+// purgatoryMetrics are the counters and gauges of a Purgatory.
+var purgatoryMetrics = []metricDef[purgatory.Stats]{
+	{gauge, "delayed_operations", "Operations whose timeout is armed (Kafka's NumDelayedOperations).",
+		func(s *purgatory.Stats) float64 { return float64(s.Delayed) }},
+	{gauge, "watched_entries", "Watch-list entries over all keys, stale ones included (Kafka's PurgatorySize).",
+		func(s *purgatory.Stats) float64 { return float64(s.Watched) }},
+	{counter, "operations_completed_total", "Operations completed after being watched, whichever way.",
+		func(s *purgatory.Stats) float64 { return float64(s.Completed) }},
+	{counter, "operations_expired_total", "Operations completed by their timeout.",
+		func(s *purgatory.Stats) float64 { return float64(s.Expired) }},
+	{counter, "purged_entries_total", "Stale watch-list entries removed by purges.",
+		func(s *purgatory.Stats) float64 { return float64(s.Purged) }},
+}
+
+// A metricDef is a counter or gauge of snapshots of type S: its name
+// after the namespace, its help, and how to read it from a snapshot.
+type metricDef[S any] struct {
+	kind       prometheus.ValueType
+	name, help string
+	value      func(*S) float64
 }
 
 // A collector collects the metrics of one snapshot type S.
 type collector[S any] struct {
-	cfg      config
 	stats    func() S
 	metrics  []metric[S]
 	lateness *prometheus.Desc
@@ -175,7 +189,11 @@ type metric[S any] struct {
 	value func(*S) float64
 }
 
-func newCollector[S any](stats func() S, namespace string, opts []Option, hist func(*S) *timingwheel.Histogram) *collector[S] {
+// newCollector returns a collector of the snapshots stats takes, with the
+// metrics of defs and a lateness histogram, read by hist, named as latName
+// and latHelp say: each name after the namespace that opts leave.
+func newCollector[S any](stats func() S, namespace string, opts []Option, defs []metricDef[S],
+	latName, latHelp string, hist func(*S) *timingwheel.Histogram) *collector[S] {
 	cfg := config{namespace: namespace}
 	for _, o := range opts {
 		if o == nil {
@@ -183,15 +201,14 @@ func newCollector[S any](stats func() S, namespace string, opts []Option, hist f
 		}
 		o.apply(&cfg)
 	}
-	return &collector[S]{cfg: cfg, stats: stats, hist: hist}
-}
-
-func (c *collector[S]) desc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(c.cfg.namespace, "", name), help, nil, c.cfg.labels)
-}
-
-func (c *collector[S]) add(kind prometheus.ValueType, name, help string, value func(*S) float64) {
-	c.metrics = append(c.metrics, metric[S]{c.desc(name, help), kind, value})
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(cfg.namespace, "", name), help, nil, cfg.labels)
+	}
+	c := &collector[S]{stats: stats, lateness: desc(latName, latHelp), hist: hist}
+	for _, d := range defs {
+		c.metrics = append(c.metrics, metric[S]{desc(d.name, d.help), d.kind, d.value})
+	}
+	return c
 }
 
 // Describe sends the descriptions of every metric c collects.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -106,11 +107,16 @@ func save(p *plot.Plot, legend plot.Legend, w, h vg.Length, format, name string)
 	below.Max.Y = dc.Min.Y + legendH
 	legend.Draw(below)
 
+	return createFile(name, c)
+}
+
+// createFile writes what w holds to a new file, name.
+func createFile(name string, w io.WriterTo) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
-	if _, err := c.WriteTo(f); err != nil {
+	if _, err := w.WriteTo(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"time"
 )
@@ -44,18 +43,8 @@ func runChurn(e *Env, n, pairs int) error {
 	}
 	handles := make([]Handle, n)
 	defer e.Close(handles) // on every path: Close is idempotent
-	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	impl := e.Impl
-	e.Phase("setup", n)
 	setup := readUsage()
-	for i := range handles {
-		if i&stepMask == 0 {
-			e.Step(i)
-		}
-		d := time.Minute + time.Duration(rng.Int64N(int64(time.Minute)))
-		handles[i] = impl.AfterFunc(d, noop)
-	}
-	impl.Flush()
+	e.ArmSpread(handles, 1, time.Minute)
 	setupSpan := setup.since()
 	if err := e.CheckPending(n); err != nil {
 		return err
@@ -63,6 +52,7 @@ func runChurn(e *Env, n, pairs int) error {
 	// The setup's garbage is collected now, not during the timed loop.
 	runtime.GC()
 
+	impl := e.Impl
 	e.Phase("pairs", pairs)
 	failed := 0
 	u := readUsage()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -86,6 +87,22 @@ func (e *Env) Step(done int) { e.progress.done.Store(int64(done)) }
 
 // stepMask: hot loops call Step when i&stepMask == 0.
 const stepMask = 1<<14 - 1
+
+// ArmSpread fills handles with timers running noop, due from plus a
+// uniform share of a minute out, and Flushes. The deadlines come from seed
+// and the count, so that every implementation gets the same ones.
+func (e *Env) ArmSpread(handles []Handle, seed uint64, from time.Duration) {
+	rng := rand.New(rand.NewPCG(seed, uint64(len(handles))))
+	impl := e.Impl
+	e.Phase("setup", len(handles))
+	for i := range handles {
+		if i&stepMask == 0 {
+			e.Step(i)
+		}
+		handles[i] = impl.AfterFunc(from+time.Duration(rng.Int64N(int64(time.Minute))), noop)
+	}
+	impl.Flush()
+}
 
 // Close closes the implementation; pending are the handles of timers that
 // may still be pending.

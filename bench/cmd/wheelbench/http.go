@@ -74,11 +74,7 @@ func init() {
 				cfgs[4].slowEvery = httpSlowEvery.Get(p)
 				for _, cfg := range cfgs {
 					cfg.conns = c
-					cases = append(cases, Case{
-						Label: cfg.label(),
-						X:     float64(c),
-						Run:   func(e *Env) error { return runHTTP(e, cfg) },
-					})
+					cases = append(cases, configCase(cfg, c, runHTTP))
 				}
 			}
 			return cases
@@ -158,9 +154,9 @@ func runHTTP(e *Env, cfg httpConfig) error {
 	// The warm-up's garbage is collected now, not during the timed load.
 	runtime.GC()
 	e.PhaseFunc("requests", cfg.n, lg.done.Load)
-	u, gc0, g0 := readUsage(), httpGCCPU(), httpGoroutinesCreated()
+	u, gc0, g0 := readUsage(), gcCPU(), httpGoroutinesCreated()
 	lat, err := lg.load(cfg)
-	s, gc, g := u.since(), httpGCCPU()-gc0, httpGoroutinesCreated()-g0
+	s, gc, g := u.since(), gcCPU()-gc0, httpGoroutinesCreated()-g0
 	if err != nil {
 		return err
 	}
@@ -201,17 +197,6 @@ func runHTTP(e *Env, cfg httpConfig) error {
 	e.Add(Metric{Name: "goroutines/req", Value: float64(g) / n, Kind: Decimal, Ratio: true})
 	e.Add(Metric{Name: "timed out", Value: float64(srv.expired.Load()), Kind: Count})
 	return nil
-}
-
-// httpGCCPU returns the runtime's estimate of the CPU time spent in the
-// garbage collector so far.
-func httpGCCPU() time.Duration {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
-	}
-	return time.Duration(s[0].Value.Float64() * 1e9)
 }
 
 // httpGoroutinesCreated returns how many goroutines the process has started

@@ -23,7 +23,7 @@ func TestHTTPRun(t *testing.T) {
 		for _, spec := range []*ImplSpec{timingwheelSpec, runtimeSpec} {
 			t.Run(cfg.label()+"/"+spec.Name, func(t *testing.T) {
 				fds := httpOpenFDs()
-				c := Case{Label: cfg.label(), Run: func(e *Env) error { return runHTTP(e, cfg) }}
+				c := configCase(cfg, 0, runHTTP)
 				r := runCase(c, spec, Tiny, pr, testTimeout)
 				if r.Err != nil || r.Skipped != "" || len(r.Warnings) > 0 {
 					t.Fatalf("error %v, skipped %q, warnings %q", r.Err, r.Skipped, r.Warnings)
@@ -50,16 +50,7 @@ func TestHTTPRun(t *testing.T) {
 				if cfg.layered {
 					goroutines[spec.Name] = g
 				}
-				if got := httpOpenFDs(); got != fds {
-					t.Errorf("%d file descriptors open after the run, %d before", got, fds)
-				}
-				buf := make([]byte, 1<<20)
-				stacks := string(buf[:runtime.Stack(buf, true)])
-				for _, f := range []string{"main.(*httpServer)", "main.(*httpLoadGen)", "main.runHTTP"} {
-					if strings.Contains(stacks, f) {
-						t.Errorf("a goroutine is still in %s:\n%s", f, stacks)
-					}
-				}
+				checkLeftNothing(t, fds, "main.(*httpServer)", "main.(*httpLoadGen)", "main.runHTTP")
 			})
 		}
 	}
@@ -72,11 +63,28 @@ func TestHTTPRun(t *testing.T) {
 	}
 }
 
+// checkLeftNothing fails t unless the file descriptors open are fds, as
+// before the run, and no goroutine is in one of funcs (prefixes of function
+// names in a stack).
+func checkLeftNothing(t *testing.T, fds int, funcs ...string) {
+	t.Helper()
+	if got := httpOpenFDs(); got != fds {
+		t.Errorf("%d file descriptors open after the run, %d before", got, fds)
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range funcs {
+		if strings.Contains(stacks, f) {
+			t.Errorf("a goroutine is still in %s:\n%s", f, stacks)
+		}
+	}
+}
+
 // TestHTTPSkipsWithoutContexts: go-zero has no context API, and the table
 // says so.
 func TestHTTPSkipsWithoutContexts(t *testing.T) {
 	cfg := httpConfig{conns: 2, n: 10, ctxs: 1, timeout: time.Second}
-	c := Case{Label: cfg.label(), Run: func(e *Env) error { return runHTTP(e, cfg) }}
+	c := configCase(cfg, 0, runHTTP)
 	r := runCase(c, gozeroSpec, Tiny, newProgress(os.Stderr, true), testTimeout)
 	if r.Err != nil || !strings.HasPrefix(r.Skipped, "no context API") {
 		t.Fatalf("error %v, skipped %q", r.Err, r.Skipped)

@@ -1,9 +1,6 @@
 package main
 
-import (
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
 var (
 	idleN = SizesParam("idle-n", "idle: timers pending an hour out",
@@ -35,16 +32,7 @@ func runIdle(e *Env, n int, window time.Duration) error {
 	}
 	handles := make([]Handle, n)
 	defer e.Close(handles) // on every path: Close is idempotent
-	rng := rand.New(rand.NewPCG(4, uint64(n)))
-	impl := e.Impl
-	e.Phase("setup", n)
-	for i := range handles {
-		if i&stepMask == 0 {
-			e.Step(i)
-		}
-		handles[i] = impl.AfterFunc(time.Hour+time.Duration(rng.Int64N(int64(time.Minute))), noop)
-	}
-	impl.Flush()
+	e.ArmSpread(handles, 4, time.Hour)
 	if err := e.CheckPending(n); err != nil {
 		return err
 	}

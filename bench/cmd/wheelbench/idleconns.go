@@ -62,11 +62,7 @@ func init() {
 				for _, slack := range []time.Duration{0, idleConnsSlack.Get(p)} {
 					cfg := base
 					cfg.conns, cfg.slack = c, slack
-					cases = append(cases, Case{
-						Label: cfg.label(),
-						X:     float64(c),
-						Run:   func(e *Env) error { return runIdleConns(e, cfg) },
-					})
+					cases = append(cases, configCase(cfg, c, runIdleConns))
 				}
 			}
 			return cases

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func TestIdleConnsRun(t *testing.T) {
 		for _, spec := range []*ImplSpec{timingwheelSpec, runtimeSpec} {
 			t.Run(cfg.label()+"/"+spec.Name, func(t *testing.T) {
 				fds := httpOpenFDs()
-				c := Case{Label: cfg.label(), Run: func(e *Env) error { return runIdleConns(e, cfg) }}
+				c := configCase(cfg, 0, runIdleConns)
 				r := runCase(c, spec, Tiny, pr, testTimeout)
 				if r.Err != nil || r.Skipped != "" {
 					t.Fatalf("error %v, skipped %q, warnings %q", r.Err, r.Skipped, r.Warnings)
@@ -50,16 +49,7 @@ func TestIdleConnsRun(t *testing.T) {
 				if v, ok := r.metric("late min"); !ok || v < 0 {
 					t.Errorf("late min = %v, %v", v, ok)
 				}
-				if got := httpOpenFDs(); got != fds {
-					t.Errorf("%d file descriptors open after the run, %d before", got, fds)
-				}
-				buf := make([]byte, 1<<20)
-				stacks := string(buf[:runtime.Stack(buf, true)])
-				for _, f := range []string{"main.(*idleConnsServer)", "main.(*idleConnsClients)", "idleconn."} {
-					if strings.Contains(stacks, f) {
-						t.Errorf("a goroutine is still in %s:\n%s", f, stacks)
-					}
-				}
+				checkLeftNothing(t, fds, "main.(*idleConnsServer)", "main.(*idleConnsClients)", "idleconn.")
 			})
 		}
 	}
@@ -69,7 +59,7 @@ func TestIdleConnsRun(t *testing.T) {
 // the table says so.
 func TestIdleConnsSkipsGoZero(t *testing.T) {
 	cfg := idleConnsConfig{conns: 2, window: time.Millisecond, idle: time.Second, idleEvery: 2}
-	c := Case{Label: cfg.label(), Run: func(e *Env) error { return runIdleConns(e, cfg) }}
+	c := configCase(cfg, 0, runIdleConns)
 	r := runCase(c, gozeroSpec, Tiny, newProgress(os.Stderr, true), testTimeout)
 	if r.Err != nil || !strings.HasPrefix(r.Skipped, "no deadline for a net.Conn") {
 		t.Fatalf("error %v, skipped %q", r.Err, r.Skipped)

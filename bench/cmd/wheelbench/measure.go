@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"time"
 )
@@ -79,4 +80,15 @@ func percentile(sorted []int64, p float64) int64 {
 func countBelow(sorted []int64, x int64) int {
 	i, _ := slices.BinarySearch(sorted, x)
 	return i
+}
+
+// gcCPU returns the runtime's estimate of the CPU time spent on garbage
+// collection so far; it grows at the end of each GC cycle.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * 1e9)
 }

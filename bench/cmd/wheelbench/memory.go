@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math/rand/v2"
 	"runtime"
 	"time"
 )
@@ -32,17 +31,8 @@ func runMemory(e *Env, n int) error {
 	}
 	handles := make([]Handle, n)
 	defer e.Close(handles) // on every path: Close is idempotent
-	rng := rand.New(rand.NewPCG(2, uint64(n)))
 	before := liveHeap()
-	impl := e.Impl
-	e.Phase("setup", n)
-	for i := range handles {
-		if i&stepMask == 0 {
-			e.Step(i)
-		}
-		handles[i] = impl.AfterFunc(time.Minute+time.Duration(rng.Int64N(int64(time.Minute))), noop)
-	}
-	impl.Flush()
+	e.ArmSpread(handles, 2, time.Minute)
 	e.Phase("measuring", 0)
 	after := liveHeap()
 	runtime.KeepAlive(handles)

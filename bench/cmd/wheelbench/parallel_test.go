@@ -126,27 +126,14 @@ func TestJudgeParallel(t *testing.T) {
 		t.Skip("one CPU: no k=2 target is shown")
 	}
 	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "parallel" })]
+	wl := workloadNamed("parallel")
 	cases := []CaseResult{
 		parallelCase(1, "churn", 80, 160, 1),
 		parallelCase(2, "churn", 45, 100, 1.78),
 		parallelCase(1, "rearm", 35, 38, 1),
 		parallelCase(2, "rearm", 23, 20, 1.52),
 	}
-	got := map[string]Verdict{}
-	for _, v := range judge(wl, cases) {
-		got[v.Case+" "+v.What] = v
-	}
-	check := func(key, mark, figure string) {
-		t.Helper()
-		v, ok := got[key]
-		if !ok {
-			t.Fatalf("no verdict %q in %v", key, got)
-		}
-		if v.Mark != mark || !strings.Contains(v.Figure, figure) {
-			t.Errorf("%s: got %s %q, want %s and %q", key, v.Mark, v.Figure, mark, figure)
-		}
-	}
+	check := verdictChecker(t, judge(wl, cases))
 	check("k=2 churn work ≥ 1.70 × k=1's", markMet, "1.78")
 	check("k=2 rearm work ≥ 1.70 × k=1's", markMissed, "1.52")
 	check("k=2 reuse work ≥ 1.70 × k=1's", markNotShown, "-parallel-cases left reuse out")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -496,15 +495,4 @@ func runPurgatory(e *Env, c purgConfig) error {
 			time.Duration(late[len(late)-1]).Round(time.Microsecond))
 	}
 	return nil
-}
-
-// gcCPU returns the runtime's estimate of the CPU time spent on garbage
-// collection so far; it grows at the end of each GC cycle.
-func gcCPU() time.Duration {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
-	}
-	return time.Duration(s[0].Value.Float64() * 1e9)
 }

@@ -58,8 +58,17 @@ func init() {
 	})
 }
 
-// setupPending arms n timers 30s out, which the workload never lets fire.
-func setupPending(e *Env, n int, f func()) []Handle {
+// setupPending checks that the implementation can Reset and that n timers
+// fit, then arms n timers 30s out, which the workload never lets fire, each
+// running f. The caller Closes e with the handles.
+func setupPending(e *Env, n int, f func()) (Resetter, []Handle, error) {
+	r, ok := e.Impl.(Resetter)
+	if !ok {
+		return nil, nil, errNoReset
+	}
+	if err := e.Fits(n); err != nil {
+		return nil, nil, err
+	}
 	handles := make([]Handle, n)
 	e.Phase("setup", n)
 	for i := range handles {
@@ -70,19 +79,15 @@ func setupPending(e *Env, n int, f func()) []Handle {
 	}
 	e.Impl.Flush()
 	runtime.GC() // the setup's garbage is collected now, not in the loop
-	return handles
+	return r, handles, nil
 }
 
 func runRearm(e *Env, n, ops int) error {
-	r, ok := e.Impl.(Resetter)
-	if !ok {
-		return errNoReset
-	}
-	if err := e.Fits(n); err != nil {
+	var fired failCount
+	r, handles, err := setupPending(e, n, fired.add)
+	if err != nil {
 		return err
 	}
-	var fired failCount
-	handles := setupPending(e, n, fired.add)
 	defer e.Close(handles)
 	if err := e.CheckPending(n); err != nil {
 		return err
@@ -146,15 +151,11 @@ func runRearm(e *Env, n, ops int) error {
 }
 
 func runReuse(e *Env, n, pairs int) error {
-	r, ok := e.Impl.(Resetter)
-	if !ok {
-		return errNoReset
-	}
-	if err := e.Fits(n); err != nil {
+	var fired failCount
+	r, handles, err := setupPending(e, n, fired.add)
+	if err != nil {
 		return err
 	}
-	var fired failCount
-	handles := setupPending(e, n, fired.add)
 	defer e.Close(handles)
 
 	h := r.Unarmed(fired.add)

@@ -205,6 +205,11 @@ func sizeCases(ns []int, run func(e *Env, n int) error) []Case {
 	return cases
 }
 
+// configCase returns the case of cfg, labelled by it, at x on the charts.
+func configCase[C interface{ label() string }](cfg C, x int, run func(*Env, C) error) Case {
+	return Case{Label: cfg.label(), X: float64(x), Run: func(e *Env) error { return run(e, cfg) }}
+}
+
 // formatCount writes n the way parseCount reads it: 1M, 200k, 1500.
 func formatCount(n int) string {
 	switch {

@@ -78,15 +78,7 @@ func writeTrace(fr *trace.FlightRecorder, name string) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if _, err := fr.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return createFile(name, fr)
 }
 
 // take returns the maxima since the last take and starts afresh.

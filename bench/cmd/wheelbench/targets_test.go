@@ -36,23 +36,14 @@ func churnCase(label string, wheelNs, wheelAllocs, runtimeNs float64) CaseResult
 	}}
 }
 
-// TestJudgeQuickChurn: at the quick sizes, the N=1M targets are judged
-// with their ratio, the N=10M ones are reported as not shown, with the
-// sizes that ran and the flag that runs them, and a target that holds at
-// every size gets a line per case.
-func TestJudgeQuickChurn(t *testing.T) {
-	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "churn" })]
-	cases := []CaseResult{
-		churnCase("N=100k", 50, 1, 200),
-		churnCase("N=1M", 102, 1.0000004, 285),
-	}
-	vs := judge(wl, cases)
+// verdictChecker returns a check that vs holds a verdict on key (its case
+// and what it judges) with mark, and a figure that contains figure.
+func verdictChecker(t *testing.T, vs []Verdict) func(key, mark, figure string) {
 	got := map[string]Verdict{}
 	for _, v := range vs {
 		got[v.Case+" "+v.What] = v
 	}
-	check := func(key, mark, figure string) {
+	return func(key, mark, figure string) {
 		t.Helper()
 		v, ok := got[key]
 		if !ok {
@@ -62,6 +53,26 @@ func TestJudgeQuickChurn(t *testing.T) {
 			t.Errorf("%s: got %s %q, want %s and %q", key, v.Mark, v.Figure, mark, figure)
 		}
 	}
+}
+
+// workloadNamed returns the registered workload called name.
+func workloadNamed(name string) *Workload {
+	return workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == name })]
+}
+
+// TestJudgeQuickChurn: at the quick sizes, the N=1M targets are judged
+// with their ratio, the N=10M ones are reported as not shown, with the
+// sizes that ran and the flag that runs them, and a target that holds at
+// every size gets a line per case.
+func TestJudgeQuickChurn(t *testing.T) {
+	runProfile = Quick
+	wl := workloadNamed("churn")
+	cases := []CaseResult{
+		churnCase("N=100k", 50, 1, 200),
+		churnCase("N=1M", 102, 1.0000004, 285),
+	}
+	vs := judge(wl, cases)
+	check := verdictChecker(t, vs)
 	check("N=1M ns/pair ≤ 0.2 × time.AfterFunc's", markMissed, "0.36×")
 	// A target not shown at its size, missed at the largest quick size:
 	// the line says so, with the figure there.
@@ -97,7 +108,7 @@ func TestJudgeQuickChurn(t *testing.T) {
 // largest size decides, not a smaller one that misses.
 func TestJudgeQuickMetAtSmallerSize(t *testing.T) {
 	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "churn" })]
+	wl := workloadNamed("churn")
 	vs := judge(wl, []CaseResult{
 		churnCase("N=100k", 90, 1, 200), // 0.45×: missed at 100k
 		churnCase("N=1M", 50, 1, 285),   // 0.18×: met at 1M
@@ -113,7 +124,7 @@ func TestJudgeQuickMetAtSmallerSize(t *testing.T) {
 // library failed, shows the target as not shown, and says why.
 func TestJudgeWithoutBaseline(t *testing.T) {
 	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "churn" })]
+	wl := workloadNamed("churn")
 	only := churnCase("N=1M", 50, 1, 285)
 	only.Results = only.Results[:1]
 	failed := churnCase("N=1M", 50, 1, 285)
@@ -157,7 +168,7 @@ func TestVerdictsFile(t *testing.T) {
 // misses.
 func TestJudgeMemoryAsPrinted(t *testing.T) {
 	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "memory" })]
+	wl := workloadNamed("memory")
 	for _, c := range []struct {
 		bytes float64
 		mark  string
@@ -175,7 +186,7 @@ func TestJudgeMemoryAsPrinted(t *testing.T) {
 // meets (early = 0) stay bare.
 func TestJudgeQuickStorm(t *testing.T) {
 	runProfile = Quick
-	wl := workloads[slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == "storm" })]
+	wl := workloadNamed("storm")
 	cr := CaseResult{Case: Case{Label: "M=200k in [1s,2s]"}, Results: []Result{
 		{Impl: timingwheelSpec.Name, Metrics: []Metric{
 			{Name: "early", Value: 0}, {Name: "p99 late", Value: 2.38e6},
