@@ -45,6 +45,9 @@ type machine struct {
 	GOMAXPROCS int
 	Go         string // runtime.Version, GOOS/GOARCH
 	Host       string
+	// Load is the 1-minute load average when the run began ("" where
+	// /proc/loadavg is not): on a shared machine, what else was running.
+	Load string
 }
 
 func currentMachine() machine {
@@ -56,6 +59,11 @@ func currentMachine() machine {
 		Go:         runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 	}
 	m.Host, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.Load = f[0]
+		}
+	}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
@@ -78,7 +86,11 @@ func (m machine) commit() string {
 
 // cpus says what the run had to run on.
 func (m machine) cpus() string {
-	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS=%d", m.CPU, m.NumCPU, m.GOMAXPROCS)
+	s := fmt.Sprintf("%s, %d CPUs, GOMAXPROCS=%d", m.CPU, m.NumCPU, m.GOMAXPROCS)
+	if m.Load != "" {
+		s += ", load average " + m.Load + " at the start"
+	}
+	return s
 }
 
 // A run is what -readme and -results write about: the figures of every

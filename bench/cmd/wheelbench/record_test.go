@@ -114,7 +114,7 @@ func testRun(t *testing.T) run {
 	verdicts := append(judge(wl("churn"), churn), judge(wl("storm"), storm)...)
 	return run{
 		Machine: machine{Date: time.Date(2026, 11, 28, 6, 10, 0, 0, time.UTC), Commit: "abc1234", CPU: "Test CPU",
-			NumCPU: 2, GOMAXPROCS: 2, Go: "go1.26.8 linux/amd64", Host: "Test Host!"},
+			NumCPU: 2, GOMAXPROCS: 2, Go: "go1.26.8 linux/amd64", Host: "Test Host!", Load: "0.42"},
 		Command:   "go -C bench run ./cmd/wheelbench",
 		Profile:   Quick,
 		Elapsed:   65 * time.Second,
@@ -130,7 +130,7 @@ func TestReadmeSection(t *testing.T) {
 	r := testRun(t)
 	s := readmeSection(r)
 	for _, want := range []string{
-		"2026-11-28 06:10 UTC", "abc1234", "Test CPU, 2 CPUs, GOMAXPROCS=2", "go1.26.8 linux/amd64", "65 s",
+		"2026-11-28 06:10 UTC", "abc1234", "Test CPU, 2 CPUs, GOMAXPROCS=2, load average 0.42 at the start", "go1.26.8 linux/amd64", "65 s",
 		"| workload | case | figure | timingwheel | time.AfterFunc | go-zero | target: this run |",
 		"| churn | N=1M | ns/pair | 156 | 328 | skipped¹ | ✗ ≤ 0.2 × time.AfterFunc's: 0.48×; – ≤ 0.2 × time.AfterFunc's at N=10M (missed at N=1M: 0.48×); ",
 		"– ≤ 60 at N=10M (missed at N=1M: 156 = 2.60× the bound); ✓ allocs/pair ≤ 1, the Timer: Stop allocates nothing: 1.00 |",
