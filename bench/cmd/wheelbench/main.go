@@ -111,6 +111,20 @@ func main() {
 			fail("-readme: %v", err)
 		}
 	}
+	if *fromFlag != "" {
+		if *readmeFlag == "" || *resultsFlag != "" {
+			fail("-from rewrites the README from a run already made: it takes -readme, and not -results")
+		}
+		r, err := readRunFile(*fromFlag)
+		if err != nil {
+			fail("-from: %v", err)
+		}
+		r.Output = linkFrom(*readmeFlag, *fromFlag)
+		if !record(r, nil) {
+			os.Exit(1)
+		}
+		return
+	}
 	if *soakFor > 0 { // the soak mode (soak.go): a long run instead of the workloads
 		code := soakMain()
 		pprof.StopCPUProfile() // os.Exit skips the deferred stop
@@ -271,6 +285,9 @@ func record(r run, output []byte) bool {
 			ok = false
 		} else {
 			fmt.Printf("wheelbench: this run's output is in %s\n", path)
+			if *readmeFlag != "" {
+				r.Output = linkFrom(*readmeFlag, path)
+			}
 		}
 	}
 	if *readmeFlag != "" {

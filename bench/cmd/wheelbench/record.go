@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -107,6 +108,9 @@ type run struct {
 	Workloads  []workloadCases
 	Verdicts   []Verdict
 	Failed     bool
+	// Output is where the run's whole output is, as a link from the
+	// README: the -results file it wrote, or the file -from read.
+	Output string
 }
 
 type workloadCases struct {
@@ -266,9 +270,13 @@ func readmeSection(r run) string {
 	case r.Profile == Full:
 		sizes = "the sizes of the targets"
 	}
-	fmt.Fprintf(&b, "`%s` (%s) on %s, at commit %s: %s, %s; %s.\n\n",
+	fmt.Fprintf(&b, "`%s` (%s) on %s, at commit %s: %s, %s; %s.",
 		r.Command, sizes, r.Machine.Date.Format("2006-01-02 15:04 MST"), r.Machine.commit(),
 		r.Machine.cpus(), r.Machine.Go, fmtElapsed(r.Elapsed))
+	if r.Output != "" {
+		fmt.Fprintf(&b, " Its whole output: [%s](%s).", path.Base(r.Output), r.Output)
+	}
+	b.WriteString("\n\n")
 
 	var names []string // implementations, in the order of impls, as they ran
 	for _, wl := range r.Workloads {
@@ -398,8 +406,9 @@ func readmeSection(r run) string {
 // the figure of row j.
 func placeVerdict(v Verdict, n int, row func(j int) (label, fig string)) (int, string) {
 	fig, rest := splitWhat(v.What)
+	on := func(f string) bool { return fig != "" && (f == fig || strings.HasPrefix(f, fig+" ")) }
 	for j := range n {
-		if l, f := row(j); l == v.Case && f == fig {
+		if l, f := row(j); l == v.Case && on(f) {
 			return j, verdictCell(v, rest)
 		}
 	}
@@ -408,10 +417,41 @@ func placeVerdict(v Verdict, n int, row func(j int) (label, fig string)) (int, s
 			return j, verdictCell(v, v.What)
 		}
 	}
-	at, text := n-1, v.What
+	// Not a case of this run: the last row of the same case at a smaller
+	// size (as missedSmaller finds it) and of the target's figure, or the
+	// best of those there are.
+	same := func(string) bool { return false }
+	if i := slices.IndexFunc(targets, func(t Target) bool {
+		return t.Workload == v.Workload && t.What == v.What && t.At == v.Case && t.Match != nil
+	}); i >= 0 {
+		t := targets[i]
+		size, _, _ := strings.Cut(t.At, " ")
+		size = strings.TrimSuffix(size, ",")
+		same = func(l string) bool {
+			k := strings.IndexAny(l, " ,")
+			if k < 0 {
+				k = len(l)
+			}
+			return t.Match(size + l[k:])
+		}
+	}
+	at, text, best := n-1, v.What, 0
 	for j := range n {
-		if _, f := row(j); f == fig {
-			at, text = j, rest
+		l, f := row(j)
+		score := 0
+		if same(l) {
+			score += 2
+		}
+		if on(f) {
+			score++
+		}
+		if score >= best && score > 0 {
+			at, best = j, score
+			if on(f) {
+				text = rest
+			} else {
+				text = v.What
+			}
 		}
 	}
 	if v.NotShown == notAtSize {
@@ -510,6 +550,21 @@ func replaceSection(doc []byte, section string) ([]byte, error) {
 	}
 	out.Write(doc[j:])
 	return out.Bytes(), nil
+}
+
+// linkFrom returns target as a relative link from the Markdown file at
+// doc, or "" if there is none.
+func linkFrom(doc, target string) string {
+	d, err1 := filepath.Abs(filepath.Dir(doc))
+	t, err2 := filepath.Abs(target)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(d, t)
+	if err != nil {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 // checkReadme returns the error rewriteReadme would return for the file

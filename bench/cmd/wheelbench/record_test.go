@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +219,79 @@ func TestFiguresFile(t *testing.T) {
 	}
 	if got, err := readFigures(filepath.Join(t.TempDir(), "never")); err != nil || got != nil {
 		t.Errorf("a file never written: %v, %v", got, err)
+	}
+}
+
+// TestFromResultsFile: a run read back from the -results file of its
+// output writes the same README section as the run itself, and the
+// verdicts of targets at sizes the run lacks sit on the rows of the same
+// case at a smaller size.
+func TestFromResultsFile(t *testing.T) {
+	r := testRun(t)
+	var out bytes.Buffer
+	writeHeader(&out, r.Profile, impls, r.Machine)
+	for _, wl := range r.Workloads {
+		i := slices.IndexFunc(workloads, func(w *Workload) bool { return w.Name == wl.Name })
+		writeTable(&out, workloads[i], wl.Cases)
+	}
+	writeVerdicts(&out, r.Verdicts)
+	fmt.Fprintf(&out, "wheelbench: done in %.1fs\n", r.Elapsed.Seconds())
+	path, err := writeResults(t.TempDir(), r, out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readRunFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := readmeSection(got), readmeSection(r); a != b {
+		t.Errorf("from the results file:\n%s\nfrom the run:\n%s\nthe output:\n%s", a, b, out.String())
+	}
+	if got.Machine.Host != r.Machine.Host || got.Machine.Load != "0.42" || got.Command != r.Command {
+		t.Errorf("machine %+v, command %q", got.Machine, got.Command)
+	}
+}
+
+// TestParseTable: a table as writeTable writes it reads back: figures
+// under their columns whatever their widths, an empty cell left empty,
+// warnings, and skipped and failed rows.
+func TestParseTable(t *testing.T) {
+	const label = "M=1k in [1s, 2s]"
+	in := []CaseResult{
+		{Case: Case{Label: label}, Results: []Result{
+			{Impl: timingwheelSpec.Name, Metrics: []Metric{{"fired", 200_000, Count, false}, {"early", 0, Count, false},
+				{"p99 late", 3e6, Duration, true}, {"heap growth", 45.8 * (1 << 20), Bytes, false}, {"work", 1.5, Decimal, false}}},
+			{Impl: runtimeSpec.Name, Metrics: []Metric{{"fired", 12, Count, false},
+				{"p99 late", 1.02e9, Duration, true}, {"heap growth", 122 * (1 << 20), Bytes, false}, {"work", 1027, Decimal, false}, {"achieved %", 99.96, Decimal, false}},
+				Warnings: []string{"a doubt"}},
+			{Impl: gozeroSpec.Name, Skipped: "no channel timers"},
+		}},
+		{Case: Case{Label: "M=2k"}, Results: []Result{{Impl: timingwheelSpec.Name, Err: errors.New("warm-up exchange: EOF")}}},
+	}
+	var b bytes.Buffer
+	writeTable(&b, &Workload{Name: "x", Title: "a title"}, in)
+	lines := strings.Split(b.String(), "\n")
+	cases, end, err := parseTable(lines, 2)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if end != 6 || len(cases) != 2 || len(cases[0].Results) != 3 || cases[0].Case.Label != label {
+		t.Fatalf("end %d, cases %+v\n%s", end, cases, b.String())
+	}
+	for i, r := range in[0].Results[:2] {
+		got := cases[0].Results[i]
+		if len(got.Metrics) != len(r.Metrics) {
+			t.Errorf("%s: %+v, want %+v", r.Impl, got.Metrics, r.Metrics)
+			continue
+		}
+		for j, m := range r.Metrics {
+			g := got.Metrics[j]
+			if g.Name != m.Name || formatValue(g.Value, g.Kind) != formatValue(m.Value, m.Kind) {
+				t.Errorf("%s %s: %v (%v), want %v", r.Impl, m.Name, g.Value, g.Kind, m.Value)
+			}
+		}
+	}
+	if cases[0].Results[2].Skipped != "no channel timers" || cases[1].Results[0].Err == nil {
+		t.Errorf("skipped %q, failed %v", cases[0].Results[2].Skipped, cases[1].Results[0].Err)
 	}
 }
