@@ -6,7 +6,7 @@
 // missed (✗), with the figure or ratio, or not shown (–) by the sizes of
 // this run. A missed target makes it exit non-zero only with -check.
 //
-//	go -C bench run ./cmd/wheelbench              # quick: about 65 s
+//	go -C bench run ./cmd/wheelbench              # quick: 1-3 minutes on 2 cores
 //	go -C bench run ./cmd/wheelbench -full -check # the sizes of the targets; exit 1 if one is missed
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
 //	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
@@ -40,10 +40,10 @@ import (
 )
 
 // quickDuration is how long a run without -full or -workloads takes on the
-// reference machine (2 cores), with the build cached. The header and the
-// usage say it; the first command of the top-level README and "Running it"
-// in bench/README.md say the same.
-const quickDuration = "about 65 s"
+// reference machine (2 cores), with the build cached: 76 s idle, 3 minutes
+// beside other work. The header and the usage say it; the first command of
+// the top-level README and "Running it" in bench/README.md say the same.
+const quickDuration = "1-3 minutes on 2 cores"
 
 var (
 	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request, and in a quick run those marked with -full)")
