@@ -6,11 +6,18 @@
 // missed (✗), with the figure or ratio, or not shown (–) by the sizes of
 // this run. A missed target makes it exit non-zero only with -check.
 //
-//	go -C bench run ./cmd/wheelbench              # quick: about 65 s
+//	go -C bench run ./cmd/wheelbench              # quick: 1-3 minutes on 2 cores
 //	go -C bench run ./cmd/wheelbench -full -check # the sizes of the targets; exit 1 if one is missed
 //	go -C bench run ./cmd/wheelbench -workloads storm -charts /tmp/charts
 //	go -C bench run ./cmd/wheelbench -workloads tick -impls timingwheel
 //	go -C bench run ./cmd/wheelbench -workloads parallel   # scaling over cores
+//	go -C bench run ./cmd/wheelbench -readme ../README.md -results results
+//
+// The last runs the quick workloads, rewrites the top-level README's
+// Results section (between <!-- results:begin --> and <!-- results:end -->)
+// with this run's table, and writes the whole output to
+// bench/results/<date>-<CPUs>cpu-<host>.md; each says the date, the commit
+// and the machine, as the command read them (record.go).
 //
 // Each workload is a file that registers itself (see Register); each
 // implementation is an Impl adapter listed in impls.
@@ -18,6 +25,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -32,10 +40,10 @@ import (
 )
 
 // quickDuration is how long a run without -full or -workloads takes on the
-// reference machine (2 cores), with the build cached. The header and the
-// usage say it; the first command of the top-level README and "Running it"
-// in bench/README.md say the same.
-const quickDuration = "about 65 s"
+// reference machine (2 cores), with the build cached: 76 s idle, 3 minutes
+// beside other work. The header and the usage say it; the first command of
+// the top-level README and "Running it" in bench/README.md say the same.
+const quickDuration = "1-3 minutes on 2 cores"
 
 var (
 	workloadsFlag = flag.String("workloads", "", "comma-separated workloads to run (default: all but those marked on request, and in a quick run those marked with -full)")
@@ -92,21 +100,58 @@ func main() {
 			f.Close()
 		}()
 	}
+	recording := *readmeFlag != "" || *resultsFlag != ""
+	if recording && *soakFor > 0 {
+		fail("-readme and -results record a run of the workloads: not with -soak")
+	}
+	if *readmeFlag != "" {
+		// Before the run, not after it: a README without its markers
+		// would otherwise cost a whole run.
+		if err := checkReadme(*readmeFlag); err != nil {
+			fail("-readme: %v", err)
+		}
+	}
+	if *fromFlag != "" {
+		if *readmeFlag == "" || *resultsFlag != "" {
+			fail("-from rewrites the README from a run already made: it takes -readme, and not -results")
+		}
+		r, err := readRunFile(*fromFlag)
+		if err != nil {
+			fail("-from: %v", err)
+		}
+		r.Output = linkFrom(*readmeFlag, *fromFlag)
+		if !record(r, nil) {
+			os.Exit(1)
+		}
+		return
+	}
 	if *soakFor > 0 { // the soak mode (soak.go): a long run instead of the workloads
 		code := soakMain()
 		pprof.StopCPUProfile() // os.Exit skips the deferred stop
 		os.Exit(code)
 	}
 
-	out := bufio.NewWriter(os.Stdout)
+	// With -readme or -results, what goes to stdout, the children's
+	// tables included, is kept for the record too.
+	var stdout io.Writer = os.Stdout
+	var output bytes.Buffer
+	if recording {
+		stdout = io.MultiWriter(os.Stdout, &output)
+	}
+	var mach machine
 	if !*childFlag {
-		writeHeader(out, prof, specs)
+		mach = currentMachine()
+	}
+	out := bufio.NewWriter(stdout)
+	if !*childFlag {
+		writeHeader(out, prof, specs, mach)
 		out.Flush()
 	}
 	pr := newProgress(os.Stderr, *quietFlag)
 	start := time.Now()
 	failed := false
-	var verdicts []Verdict // on the targets, for the summary that ends the run
+	var verdicts []Verdict      // on the targets, for the summary that ends the run
+	var figures []workloadCases // every case's figures, for -readme
 	if len(wls) > 1 && !*oneProcess && *cpuProfile == "" {
 		// A process per workload: what a workload leaves behind in the runtime
 		// must not change the garbage collector's pace in the next. Some of it
@@ -122,11 +167,18 @@ func main() {
 		defer os.RemoveAll(dir)
 		for i, wl := range wls {
 			file := fmt.Sprintf("%s/%d", dir, i)
-			err := runChild(wl, file)
+			figs := fmt.Sprintf("%s/%d.figures", dir, i)
+			out.Flush() // the child writes to stdout after what this process wrote
+			err := runChild(wl, file, figs, stdout)
 			vs, rerr := readVerdicts(file)
 			if err == nil && rerr != nil {
 				err = fmt.Errorf("reading its verdicts: %v", rerr)
 			}
+			fs, ferr := readFigures(figs)
+			if err == nil && ferr != nil {
+				err = fmt.Errorf("reading its figures: %v", ferr)
+			}
+			figures = append(figures, fs...)
 			if err != nil {
 				fmt.Fprintf(out, "wheelbench: workload %s: %v\n\n", wl.Name, err)
 				failed = true
@@ -142,6 +194,12 @@ func main() {
 		writeTable(out, wl, cases)
 		out.Flush()
 		verdicts = append(verdicts, judge(wl, cases)...)
+		figures = append(figures, workloadCases{wl.Name, withoutSamples(cases)})
+		if *figuresFlag != "" {
+			if err := appendFigures(*figuresFlag, wl.Name, cases); err != nil {
+				fail("%v", err)
+			}
+		}
 		for _, cr := range cases {
 			for _, r := range cr.Results {
 				failed = failed || r.Err != nil
@@ -178,6 +236,13 @@ func main() {
 		}
 	}
 	out.Flush()
+	if recording {
+		r := run{Machine: mach, Command: commandLine(), Profile: prof, SizesGiven: sizesGiven(), Elapsed: time.Since(start),
+			Workloads: figures, Verdicts: verdicts, Failed: failed}
+		if !record(r, output.Bytes()) {
+			failed = true
+		}
+	}
 	if failed {
 		pprof.StopCPUProfile() // os.Exit skips the deferred stop
 		os.Exit(1)
@@ -185,23 +250,61 @@ func main() {
 }
 
 // runChild runs wl in a child process: this command again, with the same
-// flags, -workloads wl, -child and -verdicts verdicts. Its tables and
-// charts go to this process's stdout, its progress to stderr, and its
-// verdicts on the targets to the file verdicts.
-func runChild(wl *Workload, verdicts string) error {
+// flags but those that record the run, -workloads wl, -child, -verdicts
+// verdicts and -figures figures. Its tables and charts go to stdout, its
+// progress to stderr, its verdicts on the targets to the file verdicts,
+// and its cases' figures to the file figures.
+func runChild(wl *Workload, verdicts, figures string, stdout io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	args := []string{"-child", "-workloads=" + wl.Name, "-verdicts=" + verdicts}
+	args := []string{"-child", "-workloads=" + wl.Name, "-verdicts=" + verdicts, "-figures=" + figures}
 	flag.Visit(func(f *flag.Flag) {
-		if f.Name != "workloads" && f.Name != "child" && f.Name != "verdicts" {
+		switch f.Name {
+		case "workloads", "child", "verdicts", "figures", "readme", "results":
+		default:
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
 	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 	return cmd.Run()
+}
+
+// record writes the run to the file of -results and the README of
+// -readme, and says where on stdout. A run in which a workload failed goes
+// to -results, which keeps what happened, but not into the README. It
+// reports whether all went well.
+func record(r run, output []byte) bool {
+	ok := true
+	if *resultsFlag != "" {
+		path, err := writeResults(*resultsFlag, r, output)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "wheelbench: -results: %v\n", err)
+			ok = false
+		} else {
+			fmt.Printf("wheelbench: this run's output is in %s\n", path)
+			if *readmeFlag != "" {
+				r.Output = linkFrom(*readmeFlag, path)
+			}
+		}
+	}
+	if *readmeFlag != "" {
+		switch {
+		case r.Failed:
+			fmt.Fprintf(os.Stderr, "wheelbench: -readme: a workload failed; %s left as it was\n", *readmeFlag)
+			ok = false
+		default:
+			if err := rewriteReadme(*readmeFlag, readmeSection(r)); err != nil {
+				fmt.Fprintf(os.Stderr, "wheelbench: -readme: %v\n", err)
+				ok = false
+			} else {
+				fmt.Printf("wheelbench: the Results section of %s is this run's\n", *readmeFlag)
+			}
+		}
+	}
+	return ok
 }
 
 // runWorkload runs every case of wl against every implementation, always
@@ -219,11 +322,12 @@ func runWorkload(wl *Workload, specs []*ImplSpec, prof Profile, pr *Progress) []
 	return cases
 }
 
-func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec) {
+func writeHeader(w io.Writer, prof Profile, specs []*ImplSpec, m machine) {
 	fmt.Fprintf(w, "wheelbench: github.com/go-timingwheel/timingwheel and its peers, in one run (a process per workload)\n\n")
-	fmt.Fprintf(w, "  date     %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "  cpu      %s, %d CPUs, GOMAXPROCS=%d\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "  go       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "  date     %s\n", m.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "  commit   %s\n", m.commit())
+	fmt.Fprintf(w, "  cpu      %s\n", m.cpus())
+	fmt.Fprintf(w, "  go       %s\n", m.Go)
 	switch prof {
 	case Full:
 		fmt.Fprintf(w, "  sizes    full: those of the targets (bench/README.md, \"Workloads and targets\")\n")

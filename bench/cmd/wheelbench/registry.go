@@ -116,6 +116,10 @@ func (x *Param[T]) String() string {
 	return x.format(x.Get(Quick))
 }
 
+// given reports whether the command line gave the parameter: a run whose
+// sizes are not those of its profile.
+func (x *Param[T]) given() bool { return x.set }
+
 // Set implements flag.Value.
 func (x *Param[T]) Set(s string) error {
 	v, err := x.parse(s)

@@ -11,8 +11,8 @@ import (
 )
 
 // The tick workload measures what the tick and the wheel size of this
-// library cost and buy: the table behind "Choosing the tick and the wheel
-// size" in the top-level README. Each case is one configuration; it runs a
+// library cost and buy, for the choice docs/operations.md describes ("The
+// tick and the wheel size"). Each case is one configuration; it runs a
 // storm (runStorm) and an idle window (runIdle), each on a SystemTimer of
 // its own made with that configuration.
 var (
@@ -53,7 +53,7 @@ func init() {
 				"storm CPU: process user+system time from the first AfterFunc to the last callback, the benchmark's own callbacks included.",
 			"idle CPU: process user+system time over a window in which nothing is due, with N timers pending an hour out, " +
 				"on a second SystemTimer of the same configuration.",
-			"Only timingwheel runs: " + tickSkipWhy + ". The top-level README turns this table into advice.",
+			"Only timingwheel runs: " + tickSkipWhy + ". docs/operations.md says what to choose.",
 		},
 		Cases: func(p Profile) []Case {
 			m, from, to := tickM.Get(p), tickFrom.Get(p), tickTo.Get(p)
