@@ -112,8 +112,8 @@
 // timers), and TopKeys, which takes each purgatory shard's lock for a walk
 // of its keys.
 //
-// The figures, and the command that measures them, are in the README
-// (Monitoring, The operator's page): BenchmarkChurn times AfterFunc and
+// The figures, and the command that measures them, are in
+// docs/debugpage.md and bench/results/: BenchmarkChurn times AfterFunc and
 // Stop with the sampler running and without, BenchmarkSample one sample,
 // BenchmarkPage one request.
 package debugpage

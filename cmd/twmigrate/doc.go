@@ -51,5 +51,5 @@
 // 1.23, with the differences the README lists: a channel timer's C has a
 // buffer of one value, a timer nobody stops stays pending until it fires
 // (time.After's included), callbacks run on a pool of workers, and a
-// timer fires no earlier than asked and up to a tick (1ms) later.
+// Ticker under the tick (1ms) ticks at most once a tick.
 package main
