@@ -886,3 +886,46 @@ func TestConcurrentWindowFollowVsSystemStop(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentWindowCollectVsLowArming parks an arming that is about to
+// be refused (WithMaxPending's bound reached) inside its collection of the
+// places the shards cache, after it has passed shard 0; then 16 timers of
+// shard 0 stop and one is armed there. With few places left free, the stops
+// give their places straight back to the shared count and the arming takes
+// one: the parked arming, let go, finds the 15 left and succeeds. Guards:
+// a shard that takes a batch of places into its cache while few are left
+// free, or keeps the places its timers give back: the parked arming is
+// refused with 25 of 40 pending, a bound that refuses before it is reached.
+func TestConcurrentWindowCollectVsLowArming(t *testing.T) {
+	const bound = 40
+	st, here := boundedOnShards(t, bound)
+	timers := make([]*Timer, bound)
+	for i := range timers {
+		tm, err := st.AfterFunc(time.Hour, func() {})
+		if err != nil {
+			t.Fatalf("arming %d of %d: %v", i+1, bound, err)
+		}
+		timers[i] = tm
+	}
+	p := armPark(t, "collect:passed", 1)
+	*here = &st.shards[1]
+	refused := make(chan error, 1)
+	go func() {
+		_, err := st.AfterFunc(time.Hour, func() {})
+		refused <- err
+	}()
+	p.wait(t) // shard 0 collected, shards 1 to 3 not yet
+	*here = &st.shards[0]
+	for _, tm := range timers[:16] {
+		if !tm.Stop() {
+			t.Fatal("Stop of a pending timer returned false")
+		}
+	}
+	if _, err := st.AfterFunc(time.Hour, func() {}); err != nil {
+		t.Fatalf("arming on shard 0 with 16 places free: %v", err)
+	}
+	p.letGo()
+	if err := testwait.Recv(t, refused, "the parked arming"); err != nil {
+		t.Fatalf("the arming parked in its collection was refused with %d of %d pending: %v", st.Len(), bound, err)
+	}
+}
