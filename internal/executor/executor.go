@@ -15,7 +15,6 @@ import (
 type Config[T any] struct {
 	Workers int                 // goroutines that make progress; at least 1
 	Run     func(v T, b *Batch) // runs one item
-	Slots   int                 // at least 1; RunQueued runs on slot 0
 	Now     func() int64        // if set, read into Batch.At once per batch
 	// Yield, if set, is asked every yieldEvery items whether a goroutine
 	// is to yield its processor; if not set, it always is (see loop).
@@ -35,10 +34,9 @@ type Config[T any] struct {
 // A Batch is what Run knows of the batch an item belongs to: the items a
 // goroutine took from the queue at once, or those RunQueued runs in a row.
 type Batch struct {
-	// Slot is the goroutine's, in [0, Slots): goroutines running at once
-	// have different slots as long as they are no more than Slots, so that
-	// Run can count into memory of the slot's own.
-	Slot int
+	// Pool is the index of the goroutine's pool: goroutines of different
+	// pools may count into memory of their own.
+	Pool int
 	// At is Config.Now, read before the batch's first item: an item starts
 	// later by the run time of the items before it in the batch.
 	At int64
@@ -72,7 +70,6 @@ var defaultBusy = func() bool {
 type Group[T any] struct {
 	c      Config[T] // immutable, as are the fields up to gs
 	pools  []*Pool[T]
-	slots  int           // the pools' slots add up to it
 	every  time.Duration // how often the watch looks while work waits
 	epoch  time.Time     // the watch's times are time.Since(epoch)
 	kick   chan struct{} // work waits in a pool: the watch looks now
@@ -88,7 +85,7 @@ type Group[T any] struct {
 func New[T any](c Config[T]) *Group[T] { return NewGroup(c, 1) }
 
 // NewGroup starts a group of pools, one per home, at most one per worker:
-// Workers and Slots are shared out among them, and home i submits to pool
+// Workers are shared out among them, and home i submits to pool
 // i mod the number of pools. A manual group has one pool. It panics if
 // Workers or Stall is not positive, unless Manual is set.
 func NewGroup[T any](c Config[T], homes int) *Group[T] {
@@ -110,11 +107,10 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 			slog.Error("executor: callback panicked", "panic", v, "stack", string(debug.Stack()))
 		}
 	}
-	per := max(1, c.Slots/n)
-	g := &Group[T]{c: c, pools: make([]*Pool[T], n), slots: per * n, every: max(c.Stall/4, minEvery),
+	g := &Group[T]{c: c, pools: make([]*Pool[T], n), every: max(c.Stall/4, minEvery),
 		epoch: time.Now(), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range g.pools {
-		p := &Pool[T]{g: g, index: i, slotBase: i * per, size: c.Workers / n, inSlot: make([]int, per)}
+		p := &Pool[T]{g: g, index: i, size: c.Workers / n}
 		if i < c.Workers%n {
 			p.size++
 		}
@@ -142,11 +138,8 @@ func (g *Group[T]) Pool(i int) *Pool[T] { return g.pools[i%len(g.pools)] }
 // Submit submits to home 0's pool: the one pool of a group made by New.
 func (g *Group[T]) Submit(items ...T) bool { return g.pools[0].Submit(items...) }
 
-// Pools returns how many pools the group has.
+// Pools returns how many pools the group has: Batch.Pool is below.
 func (g *Group[T]) Pools() int { return len(g.pools) }
-
-// Slots returns how many slots the pools have in all: Batch.Slot is below.
-func (g *Group[T]) Slots() int { return g.slots }
 
 // Panics returns how many items panicked, and values Reported.
 func (g *Group[T]) Panics() uint64 { return g.panics.Load() }

@@ -155,7 +155,7 @@ func TestBlockedItemsAllStartWithinStall(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						synctest.Test(t, func(t *testing.T) {
 							b := newBlocker()
-							c := Config[int]{Workers: workers, Slots: workers, Stall: stall, Run: b.run}
+							c := Config[int]{Workers: workers, Stall: stall, Run: b.run}
 							var p interface {
 								Submit(...int) bool
 								Close() []int
@@ -605,7 +605,7 @@ func TestSpawnsWhenBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const stall = time.Millisecond
 		b := newBlocker()
-		p := New(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: b.run, Busy: func() bool { return true }})
+		p := New(Config[int]{Workers: 2, Stall: stall, Run: b.run, Busy: func() bool { return true }})
 		defer p.Close()
 		defer b.stop()
 		synctest.Wait()

@@ -20,7 +20,7 @@ func TestGroupCloseFromCallbacksOfTwoPools(t *testing.T) {
 		var g *Group[int]
 		goA, goB := make(chan struct{}), make(chan struct{})
 		doneA, doneB := make(chan []int, 1), make(chan []int, 1)
-		g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g = NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0:
 				<-goA
@@ -66,7 +66,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		var g *Group[int]
 		relA, relB1, relB3 := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		var xRan atomic.Bool
-		g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: func(v int, _ *Batch) {
+		g = NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0: // pool 0's goroutine blocks
 				<-relA
@@ -126,7 +126,7 @@ func TestGroupPokeAbsorbedByOwnItem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var xRan atomic.Bool
-		g := NewGroup(Config[int]{Workers: 3, Slots: 3, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 3, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0, 1:
 				<-release
@@ -165,7 +165,7 @@ func TestGroupPokeCountsOneComingTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 4, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			if v < 10 {
 				<-release
 				return

@@ -13,10 +13,9 @@ import (
 // A Pool is one home's pool of a Group: a queue, and goroutines that take
 // from it.
 type Pool[T any] struct {
-	g        *Group[T] // immutable, as are index, slotBase and size
-	index    int       // in g.pools
-	slotBase int       // the pool's slots are [slotBase, slotBase+len(inSlot))
-	size     int       // the pool's share of Workers
+	g     *Group[T] // immutable, as are index and size
+	index int       // in g.pools
+	size  int       // the pool's share of Workers
 
 	// mu guards the fields below it, and those of the pool's workers said
 	// so. Items never run with mu held.
@@ -29,7 +28,6 @@ type Pool[T any] struct {
 	gs       int          // goroutines that run items
 	stuck    int          // of those, the ones the watch found stuck, not back yet
 	workers  []*worker[T] // the gs goroutines
-	inSlot   []int        // goroutines running with each slot
 	closed   bool
 	lastLook time.Duration // when the watch last looked, or was armed
 
@@ -48,7 +46,7 @@ type worker[T any] struct {
 	base    int64        // next when the batch was taken: batch[i] is claim base+i
 	end     int64        // base + len(batch)
 	next    atomic.Int64 // the first claim not made
-	b       Batch        // the worker's own, but Slot: set at spawn
+	b       Batch        // the worker's own
 	touched uintptr      // the sum of Touch's results, so that they are kept
 
 	// Guarded by the pool's mu.
@@ -127,17 +125,9 @@ func (p *Pool[T]) arm() {
 	}
 }
 
-// spawn starts a goroutine that takes work at once, with the slot fewest
-// of the pool's goroutines have. Called with mu held.
+// spawn starts a goroutine that takes work at once. Called with mu held.
 func (p *Pool[T]) spawn() {
-	slot := 0
-	for i, n := range p.inSlot {
-		if n < p.inSlot[slot] {
-			slot = i
-		}
-	}
-	p.inSlot[slot]++
-	w := &worker[T]{b: Batch{Slot: p.slotBase + slot}}
+	w := &worker[T]{b: Batch{Pool: p.index}}
 	p.workers = append(p.workers, w)
 	p.gs++
 	p.coming++
@@ -187,7 +177,6 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 			return
 		}
 		p.workers = slices.DeleteFunc(p.workers, func(x *worker[T]) bool { return x == w })
-		p.inSlot[w.b.Slot-p.slotBase]--
 		p.gs--
 		p.g.gs.Add(-1)
 		p.note()
