@@ -35,10 +35,9 @@
 // quarter of the stall delay. An item is taken to have started at the look
 // before the one that first saw its marker (early by at most a quarter),
 // and a goroutine in one item for the stall delay is stuck. The watch takes
-// back the items of its batch, gives them to free goroutines of other
-// pools, and starts goroutines for the rest: as many as the pool needs to
-// have its share of Workers not stuck, or, when all of the pool's are
-// stuck, one per item, as time.AfterFunc starts one per callback (up to
+// back the items of its batch and starts goroutines for them: as many as
+// the pool needs to have its share of Workers not stuck, or, when all of
+// the pool's are stuck, one per item, as time.AfterFunc starts one per callback (up to
 // maxExtra). A goroutine that finds no work exits while the pool has more
 // than its share not stuck. A goroutine descheduled for the stall delay
 // inside an item looks stuck too: that costs goroutines, not items.

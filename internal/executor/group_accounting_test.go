@@ -94,7 +94,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		synctest.Wait()
 		q := g.pools[1]
 		q.mu.Lock()
-		gs, stuck, idle := q.gs, q.stuck, q.idle
+		gs, stuck, idle := len(q.workers), q.stuck, q.idle
 		q.mu.Unlock()
 		if gs != 2 || stuck != 1 || idle != 1 {
 			t.Fatalf("setup: pool 1 gs=%d stuck=%d idle=%d, want 2 1 1", gs, stuck, idle)
@@ -102,9 +102,9 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		close(relB1)
 		synctest.Wait()
 		q.mu.Lock()
-		gs, idle, coming, queued := q.gs, q.idle, q.coming, q.queue.len()
+		gs, idle, coming, queued := len(q.workers), q.idle, q.coming, q.queue.len()
 		q.mu.Unlock()
-		_, free := q.hinted()
+		free := q.freeHint.Load()
 		t.Logf("pool 1: gs=%d idle=%d coming=%d queued=%d; hint free=%d", gs, idle, coming, queued, free)
 		g.Pool(0).Submit(9)
 		time.Sleep(100 * stall)

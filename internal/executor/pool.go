@@ -17,26 +17,27 @@ type Pool[T any] struct {
 	index int       // in g.pools
 	size  int       // the pool's share of Workers
 
-	// mu guards the fields below it, and those of the pool's workers said
-	// so. Items never run with mu held.
+	// mu guards the fields below up to watched, and those of the pool's
+	// workers said so. Items never run with mu held.
 	mu       sync.Mutex
 	work     sync.Cond // idle goroutines wait here for items
 	exited   sync.Cond // Wait waits here for goroutines to exit
 	queue    queue[T]
-	idle     int          // goroutines waiting for work, not signalled
-	coming   int          // goroutines signalled or started, not back for items yet
-	gs       int          // goroutines that run items
-	stuck    int          // of those, the ones the watch found stuck, not back yet
-	workers  []*worker[T] // the gs goroutines
-	closed   bool
+	idle     int           // goroutines waiting for work, not signalled
+	coming   int           // goroutines signalled or started, not back for items yet
+	stuck    int           // goroutines the watch found stuck, not back yet
+	workers  []*worker[T]  // the goroutines that run items
 	lastLook time.Duration // when the watch last looked, or was armed
 
-	watched atomic.Bool   // work waits: the watch looks at the pool; written with mu
-	hint    atomic.Uint64 // for the other pools to read without mu (see note)
+	watched atomic.Bool // work waits: the watch looks at the pool; written with mu
+	// Hints for the other pools, which read them without mu: written
+	// with mu by note. A stale hint costs a lock taken for nothing.
+	spareHint atomic.Int64 // queued items no goroutine of the pool is coming for
+	freeHint  atomic.Int64 // the pool's free goroutines (see free)
 }
 
 // A worker is a goroutine that runs items: the batch it took from the queue
-// at once. It claims each item by incrementing next; the watch, or Close,
+// at once. It claims each item by incrementing next; the watch, or Shut,
 // takes back every item not claimed yet with one compare-and-swap, holding
 // mu. next never decreases, so it is also the worker's progress marker.
 type worker[T any] struct {
@@ -53,9 +54,8 @@ type worker[T any] struct {
 	goid   int64
 	busy   bool          // inside a batch, from taking it to coming back
 	stuck  bool          // found stuck by the watch, not back yet
-	aged   bool          // the watch saw it in item mark for half the stall delay
 	mark   int64         // the marker the watch last saw
-	markAt time.Duration // when the worker started the item of mark, estimated
+	markAt time.Duration // when the worker started the item of mark, or earlier
 }
 
 func (w *worker[T]) claim() (v T, ok bool) {
@@ -84,7 +84,7 @@ func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 // nothing, once the group is closed.
 func (p *Pool[T]) Submit(items ...T) bool {
 	p.mu.Lock()
-	if p.closed {
+	if p.g.closed {
 		p.mu.Unlock()
 		return false
 	}
@@ -113,9 +113,10 @@ func (p *Pool[T]) wake() {
 	}
 }
 
-// arm has the watch look at the pool: work waits. Called with mu held.
+// arm has the watch look at the pool: work waits. Called with mu held, the
+// group open.
 func (p *Pool[T]) arm() {
-	if !p.watched.Load() && !p.closed {
+	if !p.watched.Load() {
 		p.watched.Store(true)
 		p.lastLook = time.Since(p.g.epoch)
 		select {
@@ -129,7 +130,6 @@ func (p *Pool[T]) arm() {
 func (p *Pool[T]) spawn() {
 	w := &worker[T]{b: Batch{Pool: p.index}}
 	p.workers = append(p.workers, w)
-	p.gs++
 	p.coming++
 	p.g.gs.Add(1)
 	p.note()
@@ -147,7 +147,7 @@ func (p *Pool[T]) has(id int64) bool {
 // held.
 func (p *Pool[T]) take(w *worker[T]) {
 	takers := p.coming + 1
-	if q := p.queue.len(); q > takers && len(p.g.pools) > 1 {
+	if q := p.queue.len(); q > takers {
 		takers += min(p.g.freeElsewhere(p), q-takers)
 	}
 	w.batch = p.queue.pop(w.batch[:0], min(batchMax, (p.queue.len()+takers-1)/takers))
@@ -177,23 +177,22 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 			return
 		}
 		p.workers = slices.DeleteFunc(p.workers, func(x *worker[T]) bool { return x == w })
-		p.gs--
 		p.g.gs.Add(-1)
 		p.note()
 		p.exited.Broadcast()
 		p.mu.Unlock()
 	}()
 	for ran := 0; ; resume = false {
-		for !resume && p.queue.len() == 0 && !p.closed && p.gs-p.stuck <= p.size {
+		for !resume && p.queue.len() == 0 && !p.g.closed && len(p.workers)-p.stuck <= p.size {
 			if p.await() {
 				p.work.Wait()
-				if !p.closed {
+				if !p.g.closed {
 					p.coming--
 				}
 			}
 		}
 		if !resume {
-			if p.queue.len() == 0 || p.closed {
+			if p.queue.len() == 0 || p.g.closed {
 				goexit = false // closed, or more goroutines than needed
 				return
 			}
@@ -231,10 +230,9 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 	}
 }
 
-// close marks p closed, appends to left the items not started and tells
-// p's goroutines to exit. Called with mu held.
+// close appends to left the items not started, and tells p's goroutines
+// to exit. Called by Shut, with every pool's mu held.
 func (p *Pool[T]) close(left []T) []T {
-	p.closed = true
 	for _, w := range p.workers {
 		left = w.takeBack(left) // the caller's own batch too, when it is a worker
 	}

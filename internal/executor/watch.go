@@ -7,7 +7,7 @@ import (
 )
 
 // watch looks at the pools that have work waiting, every quarter of the
-// stall delay and when a goroutine is due to reach it, until Shut.
+// stall delay and when a goroutine is due to be stuck, until Shut.
 func (g *Group[T]) watch() {
 	defer close(g.done)
 	t := time.NewTimer(time.Hour)
@@ -17,7 +17,6 @@ func (g *Group[T]) watch() {
 		case <-t.C:
 		case <-g.kick:
 		case <-g.stop:
-			t.Stop()
 			return
 		}
 		next := time.Duration(math.MaxInt64)
@@ -33,16 +32,13 @@ func (g *Group[T]) watch() {
 }
 
 // look finds p's goroutines stuck in one item, takes back the items of
-// their batches, and hands out the items that wait: to free goroutines of
-// other pools, then to goroutines it starts. It returns when to look
-// again, or MaxInt64 when nothing waits. Called without locks.
+// their batches, and starts goroutines for the items that wait. It returns
+// when to look again, or MaxInt64 when nothing waits, as once the group is
+// closed. Called without locks.
 func (p *Pool[T]) look() time.Duration {
 	g := p.g
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return math.MaxInt64
-	}
 	now := time.Since(g.epoch)
 	next := now + g.every
 	var back []T
@@ -54,7 +50,6 @@ func (p *Pool[T]) look() time.Duration {
 			w.mark, w.markAt = m, p.lastLook // reached since then
 		}
 		in := now - w.markAt
-		w.aged = in >= g.c.Stall/2
 		if in < g.c.Stall {
 			next = min(next, w.markAt+g.c.Stall)
 			continue
@@ -72,14 +67,8 @@ func (p *Pool[T]) look() time.Duration {
 		return math.MaxInt64
 	}
 	p.wake()
-	if p.queue.len() > p.coming && len(g.pools) > 1 {
-		p.note()
-		p.mu.Unlock()
-		p.give()
-		p.mu.Lock()
-	}
-	if items := p.queue.len() - p.coming; items > 0 && !p.closed {
-		going := p.gs - p.stuck
+	if items := p.queue.len() - p.coming; items > 0 {
+		going := len(p.workers) - p.stuck
 		busy := going == 0 && g.c.Busy()
 		for range spawns(going, p.size, items, int(g.gs.Load())-g.c.Workers, busy) {
 			p.spawn()
@@ -99,7 +88,7 @@ func (p *Pool[T]) look() time.Duration {
 // add goroutines that wait beside it: in a storm of a million callbacks
 // on 2 cores, 1 run in 5 started a few hundred, which convoyed on the
 // pool's lock (CPU 2.5s against 0.7s, p99 155ms against 5-13ms). So
-// only the pool's size more, per look.
+// only the pool's size more, per look (TestSpawnsWhenBusy).
 func spawns(going, size, items, extra int, busy bool) int {
 	switch {
 	case going == 0 && busy:

@@ -200,8 +200,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "idle-no-recheck", file: "internal/executor/group.go",
-		old: "if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { spare, _ := q.hinted(); return spare > 0 }) {",
-		new: "if false && slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { spare, _ := q.hinted(); return spare > 0 }) {",
+		old: "if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { return q.spareHint.Load() > 0 }) {",
+		new: "if false && slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { return q.spareHint.Load() > 0 }) {",
 		why: "a goroutine that says it waits does not look again for spare items a Submit that saw it busy left",
 	},
 	{
@@ -254,7 +254,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "extras-never-exit", file: "internal/executor/pool.go",
-		old: "&& p.gs-p.stuck <= p.size {",
+		old: "&& len(p.workers)-p.stuck <= p.size {",
 		new: "&& true {",
 		why: "goroutines started for stuck ones wait for work for ever instead of exiting once the stuck ones are back",
 	},
