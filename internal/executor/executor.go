@@ -2,7 +2,6 @@ package executor
 
 import (
 	"log/slog"
-	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sync/atomic"
@@ -16,7 +15,7 @@ type Config[T any] struct {
 	Workers int                 // goroutines that make progress; at least 1
 	Stall   time.Duration       // the stall delay; positive
 	Run     func(v T, b *Batch) // runs one item
-	OnPanic func(v any)         // receives a value Run panicked with
+	OnPanic func(v any)         // receives a value Run panicked with; required
 	Now     func() int64        // if set, read into Batch.At once per batch
 	// Yield, if set, is asked every yieldEvery items whether a goroutine
 	// is to yield its processor; if not set, it always is (see loop).
@@ -100,11 +99,6 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	if c.Busy == nil {
 		c.Busy = defaultBusy
 	}
-	if c.OnPanic == nil {
-		c.OnPanic = func(v any) {
-			slog.Error("executor: callback panicked", "panic", v, "stack", string(debug.Stack()))
-		}
-	}
 	g := &Group[T]{c: c, pools: make([]*Pool[T], n), every: max(c.Stall/4, minEvery),
 		epoch: time.Now(), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range g.pools {
@@ -166,11 +160,10 @@ func (g *Group[T]) call(v T, b *Batch) {
 
 // RunQueued runs the queued items of a manual group on the calling
 // goroutine until the queue is empty, including items they submit. It
-// pops one at a time, so that Close always finds what has not started,
-// and reads Now once per batchMax items, as a goroutine does per batch.
+// pops one at a time, so that Close always finds what has not started.
 func (g *Group[T]) RunQueued() {
 	p, b := g.pools[0], &g.queued
-	for n := 0; ; n++ {
+	for {
 		var one [1]T
 		p.mu.Lock()
 		if g.closed || p.queue.len() == 0 {
@@ -179,7 +172,7 @@ func (g *Group[T]) RunQueued() {
 		}
 		p.queue.pop(one[:0], 1)
 		p.mu.Unlock()
-		if g.c.Now != nil && n%batchMax == 0 {
+		if g.c.Now != nil {
 			b.At = g.c.Now()
 		}
 		g.call(one[0], b)
@@ -263,9 +256,7 @@ func (g *Group[T]) shut() (left []T, first bool) {
 		return nil, false
 	}
 	g.closed = true
-	if !g.c.Manual {
-		close(g.stop)
-	}
+	close(g.stop)
 	for _, p := range g.pools {
 		left = p.close(left)
 	}

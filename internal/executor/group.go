@@ -2,7 +2,6 @@ package executor
 
 import (
 	"slices"
-	"sync/atomic"
 	"time"
 )
 
@@ -15,16 +14,8 @@ var windowHook func(window string)
 // note publishes p's hints. Called with mu held, after what they count may
 // have changed.
 func (p *Pool[T]) note() {
-	setHint(&p.spareHint, max(p.queue.len()-p.coming, 0))
-	setHint(&p.freeHint, p.free())
-}
-
-// setHint stores n in h unless h holds it already: the other pools read
-// the hints often, and a store takes the cache line from them.
-func setHint(h *atomic.Int64, n int) {
-	if h.Load() != int64(n) {
-		h.Store(int64(n))
-	}
+	p.spareHint.Store(int64(max(p.queue.len()-p.coming, 0)))
+	p.freeHint.Store(int64(p.free()))
 }
 
 // free returns p's goroutines that wait for work, or are on their way to
@@ -84,17 +75,15 @@ func (p *Pool[T]) give() {
 	}
 }
 
-// await readies a goroutine of p that found p's queue empty to wait: in a
-// group, it first steals. It returns false if the goroutine is to look at
-// the queue again. Called with mu held; it may let go of it meanwhile.
+// await readies a goroutine of p that found p's queue empty to wait, once
+// it has found nothing to steal. It returns false if the goroutine is to
+// look at the queue again. Called with mu held; it may let go of it.
 func (p *Pool[T]) await() bool {
-	if len(p.g.pools) > 1 {
-		if p.steal() {
-			return false
-		}
-		if windowHook != nil {
-			windowHook("idle")
-		}
+	if p.steal() {
+		return false
+	}
+	if windowHook != nil {
+		windowHook("idle")
 	}
 	p.idle++
 	p.note()

@@ -89,14 +89,12 @@ func (p *Pool[T]) Submit(items ...T) bool {
 		return false
 	}
 	p.queue.push(items)
-	spare := false
-	if !p.g.c.Manual {
-		p.wake()
-		if spare = p.queue.len() > p.coming; spare {
-			p.arm()
-		}
-		p.note()
+	p.wake()
+	spare := p.queue.len() > p.coming
+	if spare {
+		p.arm()
 	}
+	p.note()
 	p.mu.Unlock()
 	if spare {
 		p.give()

@@ -218,8 +218,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "no-steal", file: "internal/executor/group.go",
-		old: "\t\tif p.steal() {",
-		new: "\t\tif false && p.steal() {",
+		old: "\tif p.steal() {",
+		new: "\tif false && p.steal() {",
 		why: "a goroutine whose queue is empty waits instead of stealing another pool's spare items",
 	},
 	{
