@@ -381,3 +381,73 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupStolenBatchIsWatched: a thief that steals several items takes
+// them as one batch, on a pool the watch was not looking at. The first
+// blocks: the others must start within the stall delay, so taking a batch
+// of more than one item has the watch look at the thief's pool. Pool 1's
+// goroutine is busy when the items are submitted to pool 0, whose goroutine
+// blocks, then comes free at once and steals half of them; every item
+// blocks.
+func TestGroupStolenBatchIsWatched(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		free := make(chan struct{})
+		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, bt *Batch) {
+			if v < 0 {
+				<-free
+				return
+			}
+			b.run(v, bt)
+		}}, 2)
+		defer g.Close()
+		defer b.stop()
+		synctest.Wait()
+		g.Pool(1).Submit(-1)
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		start := time.Now()
+		g.Pool(0).Submit(ints(9)[1:]...)
+		close(free)
+		time.Sleep(10 * stall)
+		assert.Equal(t, 9, b.count(), "items started")
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for v, at := range b.started {
+			assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
+		}
+	})
+}
+
+// TestGroupStallBoundWithPoolsArmedApart: the watch looks at every pool
+// that has work waiting whenever it wakes, so a pool's looks are not a
+// quarter of the stall delay apart once another pool is armed between
+// them. It wakes when a goroutine is due to be stuck as well: items behind
+// one that blocks still start within the stall delay. Both pools' one
+// goroutine blocks; pool 1 is armed half a look after pool 0.
+func TestGroupStallBoundWithPoolsArmedApart(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: b.run}, 2)
+		defer g.Close()
+		defer b.stop()
+		synctest.Wait()
+		start := time.Now()
+		g.Pool(1).Submit(10)
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		g.Pool(0).Submit(1, 2) // pool 0's goroutine blocks in 0: the watch looks
+		time.Sleep(stall / 8)
+		g.Pool(1).Submit(11) // pool 1's in 10: the watch looks at both, off pool 0's quarters
+		time.Sleep(10 * stall)
+		assert.Equal(t, 5, b.count(), "items started")
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, v := range []int{1, 2} {
+			assert.LessOrEqual(t, b.started[v].Sub(start), stall, "item %d held up by item 0", v)
+		}
+		assert.LessOrEqual(t, b.started[11].Sub(start), stall/8+stall, "item 11 held up by item 10")
+	})
+}

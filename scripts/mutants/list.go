@@ -271,6 +271,30 @@ var mutants = []mutant{
 		why: "a Submit wakes one idle goroutine, however many items it queues",
 	},
 	{
+		name: "give-one-pool", file: "internal/executor/group.go",
+		old: "\t\tif !left {\n\t\t\treturn\n\t\t}",
+		new: "\t\tif left || !left {\n\t\t\treturn\n\t\t}",
+		why: "a Submit gives its spare items to the free goroutines of one other pool only: a storm runs on two pools",
+	},
+	{
+		name: "take-no-arm", file: "internal/executor/pool.go",
+		old: "if len(w.batch) > 1 || p.queue.len() > p.coming {",
+		new: "if false {",
+		why: "a goroutine that takes a batch of several items has no watch look at its pool: a thief's stolen batch waits behind a blocked item",
+	},
+	{
+		name: "watch-quarters-only", file: "internal/executor/watch.go",
+		old: "next = min(next, w.markAt+g.c.Stall)",
+		new: "_ = next",
+		why: "the watch wakes only a quarter of the stall delay after its last look, not when a goroutine is due to be stuck: late once another pool was armed",
+	},
+	{
+		name: "arm-stale-look", file: "internal/executor/pool.go",
+		old: "\t\tp.lastLook = time.Since(p.g.epoch)\n",
+		new: "",
+		why: "an armed pool's last look is the one before it went idle: a goroutine in its first item is taken for stuck at once",
+	},
+	{
 		name: "level0-key-tick", file: "timingwheel.go",
 		old: "\t\tif k == 0 && exact {\n\t\t\tkey = when",
 		new: "\t\tif false {\n\t\t\tkey = when",
