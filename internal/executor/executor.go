@@ -20,9 +20,9 @@ type Config[T any] struct {
 	// Yield, if set, is asked every yieldEvery items whether a goroutine
 	// is to yield its processor; if not set, it always is (see loop).
 	Yield func() bool
-	// Touch, if set, is called on every item of a batch before the first
-	// runs: it reads what Run will, so that the cache misses overlap. In
-	// a storm of a million timers it cut the CPU time by a sixth.
+	// Touch, if set, reads what Run will of every item of a batch before
+	// the first runs, so that the cache misses overlap: it cut the CPU
+	// time of a storm of a million timers by a sixth.
 	Touch func(T) uintptr
 	// Busy reports whether goroutines wait for a processor (see spawns);
 	// if not set, the runtime's count of runnable goroutines says.
@@ -30,15 +30,10 @@ type Config[T any] struct {
 	Manual bool // start no goroutines: RunQueued runs the queue (tests)
 }
 
-// A Batch is what Run knows of the batch an item belongs to: the items a
-// goroutine took from the queue at once, or those RunQueued runs in a row.
+// A Batch is what Run knows of the items a goroutine took at once.
 type Batch struct {
-	// Pool is the index of the goroutine's pool: goroutines of different
-	// pools may count into memory of their own.
-	Pool int
-	// At is Config.Now, read before the batch's first item: an item starts
-	// later by the run time of the items before it in the batch.
-	At int64
+	Pool int   // the goroutine's pool: Run may count into memory of the pool's own
+	At   int64 // Config.Now, read before the batch's first item
 }
 
 const (
@@ -136,9 +131,9 @@ func (g *Group[T]) Pools() int { return len(g.pools) }
 // Panics returns how many items panicked, and values Reported.
 func (g *Group[T]) Panics() uint64 { return g.panics.Load() }
 
-// Report hands v to the panic handler, as if an item had panicked with it,
-// and counts it in Panics: for failures of user code that Run recovered
-// itself. It must not be called with a lock held.
+// Report hands v to OnPanic and counts it in Panics, as if an item had
+// panicked with it: for user code that Run recovered itself. It must not
+// be called with a lock held.
 func (g *Group[T]) Report(v any) {
 	g.panics.Add(1)
 	defer func() {
@@ -191,9 +186,8 @@ func (g *Group[T]) unlockAll() {
 	}
 }
 
-// count returns, at one moment, the items submitted and not started
-// (queued or in a batch), the goroutines that run items, and those inside
-// a batch.
+// count returns, at one moment, the items not started (queued or in a
+// batch), the goroutines that run items, and those inside a batch.
 func (g *Group[T]) count() (backlog, goroutines, busy int) {
 	g.lockAll()
 	defer g.unlockAll()
@@ -240,10 +234,9 @@ func (g *Group[T]) Close() []T {
 }
 
 // Shut closes every pool at once, holding every pool's lock, so that no
-// item moves meanwhile and none starts after it returns. It returns the
-// items that never started and does not wait for those running (see
-// Wait): the caller may first have to end what they wait for. Later calls
-// return nil.
+// item moves meanwhile, and returns the items that never started; later
+// calls return nil. It does not wait (see Wait): the caller may first have
+// to end what running items wait for.
 func (g *Group[T]) Shut() []T {
 	left, _ := g.shut()
 	return left

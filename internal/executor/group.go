@@ -11,8 +11,8 @@ import (
 // not said it waits (its pool's lock held).
 var windowHook func(window string)
 
-// note publishes p's hints. Called with mu held, after what they count may
-// have changed.
+// note publishes p's hints. Called with mu held, after what they count
+// may have changed.
 func (p *Pool[T]) note() {
 	p.spareHint.Store(int64(max(p.queue.len()-p.coming, 0)))
 	p.freeHint.Store(int64(p.free()))
@@ -22,8 +22,8 @@ func (p *Pool[T]) note() {
 // its queue beyond the items there. Called with mu held.
 func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.len(), 0) }
 
-// freeElsewhere returns the free goroutines of the pools other than p, as
-// their hints say.
+// freeElsewhere returns the free goroutines of the other pools, as their
+// hints say.
 func (g *Group[T]) freeElsewhere(p *Pool[T]) (n int) {
 	for _, q := range g.pools {
 		if q != p {
@@ -128,10 +128,10 @@ func (p *Pool[T]) steal() bool {
 }
 
 // aged reports whether a goroutine of p has been in one item for half the
-// stall delay: p's items have waited about as long behind it, and may block
-// as its item does. A thief takes one of them at a time, so that none
-// waits in its batch behind another for the stall delay of a goroutine
-// that starts only now (TestGroupLateThiefTakesOne). Called with mu held.
+// stall delay: p's items have waited as long, and may block as it does. A
+// thief takes one, so that none waits behind another in its batch for the
+// stall delay of a goroutine that starts only now
+// (TestGroupLateThiefTakesOne). Called with mu held.
 func (p *Pool[T]) aged() bool {
 	now := time.Since(p.g.epoch)
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool {

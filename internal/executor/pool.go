@@ -10,14 +10,13 @@ import (
 	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
 
-// A Pool is one home's pool of a Group: a queue, and goroutines that take
-// from it.
+// A Pool is one home's queue, and the goroutines that take from it.
 type Pool[T any] struct {
 	g     *Group[T] // immutable, as are index and size
 	index int       // in g.pools
 	size  int       // the pool's share of Workers
 
-	// mu guards the fields below up to watched, and those of the pool's
+	// mu guards the fields below up to lastLook, and those of the pool's
 	// workers said so. Items never run with mu held.
 	mu       sync.Mutex
 	work     sync.Cond // idle goroutines wait here for items
@@ -29,17 +28,17 @@ type Pool[T any] struct {
 	workers  []*worker[T]  // the goroutines that run items
 	lastLook time.Duration // when the watch last looked, or was armed
 
-	watched atomic.Bool // work waits: the watch looks at the pool; written with mu
-	// Hints for the other pools, which read them without mu: written
-	// with mu by note. A stale hint costs a lock taken for nothing.
+	// Written with mu; the watch, and other pools' goroutines, read them
+	// without it. A stale hint costs a lock taken for nothing.
+	watched   atomic.Bool  // work waits: the watch looks at the pool
 	spareHint atomic.Int64 // queued items no goroutine of the pool is coming for
 	freeHint  atomic.Int64 // the pool's free goroutines (see free)
 }
 
-// A worker is a goroutine that runs items: the batch it took from the queue
-// at once. It claims each item by incrementing next; the watch, or Shut,
-// takes back every item not claimed yet with one compare-and-swap, holding
-// mu. next never decreases, so it is also the worker's progress marker.
+// A worker is a goroutine that runs items, and the batch it took. It
+// claims each item by incrementing next; the watch, or Shut, takes back
+// the items not claimed with one compare-and-swap, holding mu. next never
+// decreases: it is also the worker's progress marker.
 type worker[T any] struct {
 	// batch, base and end are written by the worker with mu held, and read
 	// by the worker without it, or by others with it.
@@ -48,7 +47,7 @@ type worker[T any] struct {
 	end     int64        // base + len(batch)
 	next    atomic.Int64 // the first claim not made
 	b       Batch        // the worker's own
-	touched uintptr      // the sum of Touch's results, so that they are kept
+	touched uintptr      // the sum of Touch's results, so that the reads stay
 
 	// Guarded by the pool's mu.
 	goid   int64
@@ -77,11 +76,11 @@ func (w *worker[T]) takeBack(dst []T) []T {
 }
 
 // marker moves when the worker starts an item or takes a batch (which
-// counts as starting its first item). Called with mu held.
+// starts its first item). Called with mu held.
 func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 
-// Submit queues items to run. It never blocks. It reports false, and queues
-// nothing, once the group is closed.
+// Submit queues items to run, without blocking. Once the group is closed,
+// it queues nothing and reports false.
 func (p *Pool[T]) Submit(items ...T) bool {
 	p.mu.Lock()
 	if p.g.closed {
@@ -102,8 +101,8 @@ func (p *Pool[T]) Submit(items ...T) bool {
 	return true
 }
 
-// wake signals idle goroutines, one per queued item that no goroutine on
-// its way will take. Called with mu held.
+// wake signals an idle goroutine per queued item that no goroutine on its
+// way will take. Called with mu held.
 func (p *Pool[T]) wake() {
 	for ; p.idle > 0 && p.coming < p.queue.len(); p.idle-- {
 		p.coming++
@@ -139,10 +138,9 @@ func (p *Pool[T]) has(id int64) bool {
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool { return w.goid == id })
 }
 
-// take gives w its next batch from the queue, which must not be empty: a
-// share of the queue among the goroutines about to take from it, those of
-// other pools about to be given items included (see give). Called with mu
-// held.
+// take gives w its next batch from the queue, which must not be empty: its
+// share among the goroutines about to take from it, those of other pools
+// about to be given items included (see give). Called with mu held.
 func (p *Pool[T]) take(w *worker[T]) {
 	takers := p.coming + 1
 	if q := p.queue.len(); q > takers {
@@ -158,9 +156,9 @@ func (p *Pool[T]) take(w *worker[T]) {
 	p.note()
 }
 
-// loop runs batches of queued items until the group is closed, or there is
-// no work and enough other goroutines to wait for it. With resume, it goes
-// on with the batch of a goroutine that called runtime.Goexit in an item.
+// loop runs batches until the group is closed, or there is no work and
+// enough other goroutines to wait for it. With resume, it goes on with the
+// batch of a goroutine that called runtime.Goexit in an item.
 func (p *Pool[T]) loop(w *worker[T], resume bool) {
 	id, c := goid.Get(), &p.g.c
 	p.mu.Lock()
@@ -209,11 +207,10 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 		}
 		for v, ok := w.claim(); ok; v, ok = w.claim() {
 			p.g.call(v, &w.b)
-			// A goroutine that always finds work never blocks, and its
-			// processor then runs no timers: one due waits up to the
-			// preemption slice (10ms). A yield puts the goroutine at the
-			// back of the global run queue, which starves it when the
-			// CPU is busy: so only when Yield says a timer is due.
+			// A goroutine that always finds work never blocks, so its
+			// processor runs no timers until it is preempted (10ms). A
+			// yield sends it to the back of the global run queue, which
+			// starves it on a busy CPU: so only when Yield says one is due.
 			if ran++; ran%yieldEvery == 0 && (c.Yield == nil || c.Yield()) {
 				runtime.Gosched()
 			}

@@ -31,10 +31,12 @@ func (g *Group[T]) watch() {
 	}
 }
 
-// look finds p's goroutines stuck in one item, takes back the items of
+// look finds p's goroutines stuck in one item, takes back the rest of
 // their batches, and starts goroutines for the items that wait. It returns
-// when to look again, or MaxInt64 when nothing waits, as once the group is
-// closed. Called without locks.
+// when to look again, or MaxInt64 when nothing waits (as once the group is
+// closed). An item is taken to have started at the look before the one
+// that saw it started: never late, and early by at most a quarter of the
+// stall delay, so that items under three quarters of it are never stuck.
 func (p *Pool[T]) look() time.Duration {
 	g := p.g
 	p.mu.Lock()
@@ -47,7 +49,7 @@ func (p *Pool[T]) look() time.Duration {
 			continue
 		}
 		if m := w.marker(); m != w.mark {
-			w.mark, w.markAt = m, p.lastLook // reached since then
+			w.mark, w.markAt = m, p.lastLook
 		}
 		in := now - w.markAt
 		if in < g.c.Stall {
@@ -82,13 +84,10 @@ func (p *Pool[T]) look() time.Duration {
 // goroutine coming for them, when going goroutines of the pool are not
 // stuck, out of the size it keeps, and the group runs extra beyond its
 // Workers: one per item when none is going, else as many as are missing.
-//
-// Unless busy: goroutines wait for a processor. A goroutine that looks
-// stuck may then only be descheduled, and a goroutine per item would only
-// add goroutines that wait beside it: in a storm of a million callbacks
-// on 2 cores, 1 run in 5 started a few hundred, which convoyed on the
-// pool's lock (CPU 2.5s against 0.7s, p99 155ms against 5-13ms). So
-// only the pool's size more, per look (TestSpawnsWhenBusy).
+// Unless busy (goroutines wait for a processor): those that look stuck may
+// only be descheduled, so only the pool's size more per look. Without it,
+// 1 storm in 5 on 2 cores started hundreds that convoyed on the pool's
+// lock (p99 155ms against 5-13ms).
 func spawns(going, size, items, extra int, busy bool) int {
 	switch {
 	case going == 0 && busy:
