@@ -76,7 +76,7 @@ type SystemTimer struct {
 	// lowPlaces: while free is below it, shards cache no places.
 	lowPlaces int64
 	rejected  atomic.Uint64
-	lateness  []*atomicHistogram // callback start − due time, by executor slot
+	lateness  []*atomicHistogram // callback start − due time, by executor pool
 	workers   int                // WithWorkers
 
 	_      [64]byte // closed is read on every AfterFunc: keep it apart
@@ -145,13 +145,11 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.lowPlaces = int64(nshards) * placeBatch
 	st.procs = make([]procCount, nshards)
 
-	// A pool of workers per shard (fewer when there are fewer workers),
-	// and a slot per worker, up to 64: callbacks record their lateness in
-	// their goroutine's slot, so that workers on different cores seldom
-	// write one cache line.
+	// A pool of workers per shard (fewer when there are fewer workers):
+	// callbacks record their lateness in their worker's pool's histogram,
+	// so that workers on different cores seldom write one cache line.
 	st.pool = executor.NewGroup(executor.Config[*Timer]{
 		Workers: c.workers,
-		Slots:   min(c.workers, 64),
 		Run:     runTimer,
 		Now:     st.now, // once per batch: see runTimer
 		Yield:   st.driverDue,
@@ -165,7 +163,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		sh.pool = st.pool.Pool(i)
 		sh.poolHome = &st.shards[i%st.pool.Pools()]
 	}
-	st.lateness = make([]*atomicHistogram, st.pool.Slots())
+	st.lateness = make([]*atomicHistogram, st.pool.Pools())
 	for i := range st.lateness {
 		st.lateness[i] = new(atomicHistogram)
 	}
@@ -193,7 +191,7 @@ func runTimer(t *Timer, b *executor.Batch) {
 	// The deadline of the run, unless a Reset re-armed the timer since it
 	// fired (its run is still owed): then the run goes uncounted.
 	if due, s := unpack(t.w.Load()); s == stateFired {
-		st.lateness[b.Slot].counts[bucketOf(time.Duration(b.At-st.fromValue(due)))].Add(1)
+		st.lateness[b.Pool].counts[bucketOf(time.Duration(b.At-st.fromValue(due)))].Add(1)
 	}
 	switch t.kind {
 	case kindContext:

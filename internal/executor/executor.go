@@ -2,7 +2,6 @@ package executor
 
 import (
 	"log/slog"
-	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sync/atomic"
@@ -14,54 +13,44 @@ import (
 // Config configures a Group.
 type Config[T any] struct {
 	Workers int                 // goroutines that make progress; at least 1
+	Stall   time.Duration       // the stall delay; positive
 	Run     func(v T, b *Batch) // runs one item
-	Slots   int                 // at least 1; RunQueued runs on slot 0
+	OnPanic func(v any)         // receives a value Run panicked with; required
 	Now     func() int64        // if set, read into Batch.At once per batch
 	// Yield, if set, is asked every yieldEvery items whether a goroutine
 	// is to yield its processor; if not set, it always is (see loop).
-	Yield   func() bool
-	OnPanic func(v any)   // receives a value Run panicked with
-	Stall   time.Duration // the stall delay; positive
-	Manual  bool          // start no goroutines: RunQueued runs the queue (tests)
-	// Touch, if set, is called on every item of a batch before the first
-	// runs: it reads what Run will, so that the cache misses overlap.
+	Yield func() bool
+	// Touch, if set, reads what Run will of every item of a batch before
+	// the first runs, so that the cache misses overlap: it cut the CPU
+	// time of a storm of a million timers by a sixth.
 	Touch func(T) uintptr
 	// Busy reports whether goroutines wait for a processor (see spawns);
-	// if not set, the runtime's count of runnable goroutines says. Tests
-	// set it.
-	Busy func() bool
+	// if not set, the runtime's count of runnable goroutines says.
+	Busy   func() bool
+	Manual bool // start no goroutines: RunQueued runs the queue (tests)
 }
 
-// A Batch is what Run knows of the batch an item belongs to: the items a
-// goroutine took from the queue at once, or those RunQueued runs in a row.
+// A Batch is what Run knows of the items a goroutine took at once.
 type Batch struct {
-	// Slot is the goroutine's, in [0, Slots): goroutines running at once
-	// have different slots as long as they are no more than Slots, so that
-	// Run can count into memory of the slot's own.
-	Slot int
-	// At is Config.Now, read before the batch's first item: an item starts
-	// later by the run time of the items before it in the batch.
-	At int64
+	Pool int   // the goroutine's pool: Run may count into memory of the pool's own
+	At   int64 // Config.Now, read before the batch's first item
 }
 
 const (
 	batchMax   = 16  // the most items a goroutine takes from the queue at once
-	yieldEvery = 32  // items a goroutine runs between yields
 	stealMax   = 256 // the most items a goroutine steals at once
-	// maxExtra bounds the goroutines the watch starts one per item beyond
-	// Workers: one that only looks stuck, descheduled by a GC cycle or by
-	// other goroutines, is replaced as one that blocks is, and the
-	// 10-minute soak saw thousands started for such ones, all waiting for
-	// the CPU. Past it, Workers more per look, so that no item waits for ever.
+	yieldEvery = 32  // items a goroutine runs between yields
+	// maxExtra bounds the goroutines started one per item beyond Workers:
+	// a goroutine descheduled by a GC cycle looks stuck too, and the
+	// 10-minute soak saw thousands started for such ones. Past it, Workers
+	// more per look, so that no item waits for ever.
 	maxExtra = 256
 	minEvery = 10 * time.Microsecond // bounds how often the watch wakes
 )
 
-// defaultBusy is Config.Busy's default: whether the runtime counts
-// goroutines ready to run and waiting for a processor. Reading the count
-// takes the scheduler's lock; the watch reads it only when every goroutine
-// of a pool looks stuck. The package's tests, whose bounds are exact in
-// synctest bubbles, replace it with a function that reports false.
+// defaultBusy is Config.Busy's default. Reading the count takes the
+// scheduler's lock: the watch reads it only when every goroutine of a pool
+// looks stuck.
 var defaultBusy = func() bool {
 	s := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
 	metrics.Read(s)
@@ -70,27 +59,27 @@ var defaultBusy = func() bool {
 
 // A Group runs submitted items on a pool per home (see the package doc).
 type Group[T any] struct {
-	c      Config[T] // immutable, as are the fields up to gs
-	pools  []*Pool[T]
-	slots  int           // the pools' slots add up to it
-	every  time.Duration // how often the watch looks while work waits
-	epoch  time.Time     // the watch's times are time.Since(epoch)
-	kick   chan struct{} // work waits in a pool: the watch looks now
-	stop   chan struct{} // closed by Shut: the watch exits
-	done   chan struct{} // closed when the watch has exited
+	c     Config[T] // immutable, as are the fields up to closed
+	pools []*Pool[T]
+	every time.Duration // how often the watch looks while work waits
+	epoch time.Time     // the watch's times are time.Since(epoch)
+	kick  chan struct{} // work waits in a pool: the watch looks now
+	stop  chan struct{} // closed by Shut: the watch exits
+	done  chan struct{} // closed when the watch has exited
+
+	closed bool          // written holding every pool's mu: any one guards a read
 	gs     atomic.Int64  // goroutines that run items, in all pools
-	panics atomic.Uint64
-	closed bool  // guarded by every pool's mu
-	queued Batch // RunQueued's; its callers take turns
+	panics atomic.Uint64 // items that panicked, and values Reported
+	queued Batch         // RunQueued's; its callers take turns
 }
 
 // New starts a group of one pool.
 func New[T any](c Config[T]) *Group[T] { return NewGroup(c, 1) }
 
 // NewGroup starts a group of pools, one per home, at most one per worker:
-// Workers and Slots are shared out among them, and home i submits to pool
-// i mod the number of pools. A manual group has one pool. It panics if
-// Workers or Stall is not positive, unless Manual is set.
+// Workers are shared out among them, and home i submits to pool i mod the
+// number of pools. A manual group has one pool. It panics if Workers or
+// Stall is not positive, unless Manual is set.
 func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	n := 1
 	if !c.Manual {
@@ -105,16 +94,10 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	if c.Busy == nil {
 		c.Busy = defaultBusy
 	}
-	if c.OnPanic == nil {
-		c.OnPanic = func(v any) {
-			slog.Error("executor: callback panicked", "panic", v, "stack", string(debug.Stack()))
-		}
-	}
-	per := max(1, c.Slots/n)
-	g := &Group[T]{c: c, pools: make([]*Pool[T], n), slots: per * n, every: max(c.Stall/4, minEvery),
+	g := &Group[T]{c: c, pools: make([]*Pool[T], n), every: max(c.Stall/4, minEvery),
 		epoch: time.Now(), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range g.pools {
-		p := &Pool[T]{g: g, index: i, slotBase: i * per, size: c.Workers / n, inSlot: make([]int, per)}
+		p := &Pool[T]{g: g, index: i, size: c.Workers / n}
 		if i < c.Workers%n {
 			p.size++
 		}
@@ -142,18 +125,15 @@ func (g *Group[T]) Pool(i int) *Pool[T] { return g.pools[i%len(g.pools)] }
 // Submit submits to home 0's pool: the one pool of a group made by New.
 func (g *Group[T]) Submit(items ...T) bool { return g.pools[0].Submit(items...) }
 
-// Pools returns how many pools the group has.
+// Pools returns how many pools the group has: Batch.Pool is below.
 func (g *Group[T]) Pools() int { return len(g.pools) }
-
-// Slots returns how many slots the pools have in all: Batch.Slot is below.
-func (g *Group[T]) Slots() int { return g.slots }
 
 // Panics returns how many items panicked, and values Reported.
 func (g *Group[T]) Panics() uint64 { return g.panics.Load() }
 
-// Report hands v to the panic handler, as if an item had panicked with it,
-// and counts it in Panics: for failures of user code that Run recovered
-// itself. It must not be called with a lock held.
+// Report hands v to OnPanic and counts it in Panics, as if an item had
+// panicked with it: for user code that Run recovered itself. It must not
+// be called with a lock held.
 func (g *Group[T]) Report(v any) {
 	g.panics.Add(1)
 	defer func() {
@@ -175,20 +155,19 @@ func (g *Group[T]) call(v T, b *Batch) {
 
 // RunQueued runs the queued items of a manual group on the calling
 // goroutine until the queue is empty, including items they submit. It
-// pops one at a time, so that Close always finds what has not started,
-// and reads Now once per batchMax items, as a goroutine does per batch.
+// pops one at a time, so that Close always finds what has not started.
 func (g *Group[T]) RunQueued() {
 	p, b := g.pools[0], &g.queued
-	for n := 0; ; n++ {
+	for {
 		var one [1]T
 		p.mu.Lock()
-		if p.closed || p.queue.len() == 0 {
+		if g.closed || p.queue.len() == 0 {
 			p.mu.Unlock()
 			return
 		}
 		p.queue.pop(one[:0], 1)
 		p.mu.Unlock()
-		if g.c.Now != nil && n%batchMax == 0 {
+		if g.c.Now != nil {
 			b.At = g.c.Now()
 		}
 		g.call(one[0], b)
@@ -207,14 +186,13 @@ func (g *Group[T]) unlockAll() {
 	}
 }
 
-// count returns, at one moment, the items submitted and not started
-// (queued or in a batch), the goroutines that run items, and those inside
-// a batch.
+// count returns, at one moment, the items not started (queued or in a
+// batch), the goroutines that run items, and those inside a batch.
 func (g *Group[T]) count() (backlog, goroutines, busy int) {
 	g.lockAll()
 	defer g.unlockAll()
 	for _, p := range g.pools {
-		backlog, goroutines = backlog+p.queue.len(), goroutines+p.gs
+		backlog, goroutines = backlog+p.queue.len(), goroutines+len(p.workers)
 		for _, w := range p.workers {
 			if w.busy {
 				backlog, busy = backlog+int(max(w.end-w.next.Load(), 0)), busy+1
@@ -256,10 +234,9 @@ func (g *Group[T]) Close() []T {
 }
 
 // Shut closes every pool at once, holding every pool's lock, so that no
-// item moves meanwhile and none starts after it returns. It returns the
-// items that never started and does not wait for those running (see
-// Wait): the caller may first have to end what they wait for. Later calls
-// return nil.
+// item moves meanwhile, and returns the items that never started; later
+// calls return nil. It does not wait (see Wait): the caller may first have
+// to end what running items wait for.
 func (g *Group[T]) Shut() []T {
 	left, _ := g.shut()
 	return left
@@ -272,9 +249,7 @@ func (g *Group[T]) shut() (left []T, first bool) {
 		return nil, false
 	}
 	g.closed = true
-	if !g.c.Manual {
-		close(g.stop)
-	}
+	close(g.stop)
 	for _, p := range g.pools {
 		left = p.close(left)
 	}
@@ -287,7 +262,7 @@ func (g *Group[T]) Wait() {
 	me := goid.Get()
 	for _, p := range g.pools {
 		p.mu.Lock()
-		for p.gs > 1 || p.gs == 1 && !p.has(me) {
+		for slices.ContainsFunc(p.workers, func(w *worker[T]) bool { return w.goid != me }) {
 			p.exited.Wait()
 		}
 		p.mu.Unlock()

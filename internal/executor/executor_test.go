@@ -112,24 +112,32 @@ func TestSubmitWakesEveryWorkerTheQueueNeeds(t *testing.T) {
 // TestWorkSpreadsOverWokenWorkers: the queue is shared among the workers
 // woken for it, instead of the first taking a whole batch while the others
 // find nothing. Every item blocks, and the stall delay is an hour, so each
-// woken worker starts exactly one item: the first of its batch.
+// woken worker starts exactly one item: the first of its batch. The same
+// for a group of a pool per worker whose items all go to one pool: a storm
+// on one home runs on every worker, not on its own and the next one's.
 func TestWorkSpreadsOverWokenWorkers(t *testing.T) {
-	for _, c := range []struct{ workers, items int }{{8, 8}, {4, 10}, {2, 3}} {
-		t.Run(fmt.Sprintf("workers=%d/items=%d", c.workers, c.items), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newBlocker()
-				p := New(Config[int]{Workers: c.workers, Stall: time.Hour, Run: b.run})
-				defer p.Close()
-				defer b.stop()
-				synctest.Wait()
-				p.Submit(ints(c.items)...)
-				synctest.Wait()
-				assert.Equal(t, c.workers, b.count(), "workers that started an item")
-				b.stop()
-				synctest.Wait()
-				assert.Empty(t, p.Close())
+	for _, group := range []bool{false, true} {
+		for _, c := range []struct{ workers, items int }{{8, 8}, {4, 10}, {2, 3}} {
+			t.Run(fmt.Sprintf("group=%v/workers=%d/items=%d", group, c.workers, c.items), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					b := newBlocker()
+					homes := 1
+					if group {
+						homes = c.workers
+					}
+					p := NewGroup(Config[int]{Workers: c.workers, Stall: time.Hour, Run: b.run}, homes)
+					defer p.Close()
+					defer b.stop()
+					synctest.Wait()
+					p.Submit(ints(c.items)...) // to pool 0
+					synctest.Wait()
+					assert.Equal(t, c.workers, b.count(), "workers that started an item")
+					b.stop()
+					synctest.Wait()
+					assert.Empty(t, p.Close())
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -155,7 +163,7 @@ func TestBlockedItemsAllStartWithinStall(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						synctest.Test(t, func(t *testing.T) {
 							b := newBlocker()
-							c := Config[int]{Workers: workers, Slots: workers, Stall: stall, Run: b.run}
+							c := Config[int]{Workers: workers, Stall: stall, Run: b.run}
 							var p interface {
 								Submit(...int) bool
 								Close() []int
@@ -256,6 +264,9 @@ func TestWorkBehindAnItemThatBlocksMidBatch(t *testing.T) {
 // stall delay, short ones and slow ones (half the stall delay each), never
 // make the pool start a goroutine, however long the queue: only stuck
 // goroutines are replaced. Every item counts the goroutines that run items.
+// Before wave 3 the pool is idle for a while, and the watch stops looking:
+// it must not take an item it first sees then for started when it last
+// looked.
 func TestShortItemsStartNoGoroutine(t *testing.T) {
 	const stall = time.Millisecond
 	for _, took := range []time.Duration{0, stall / 2} {
@@ -273,6 +284,9 @@ func TestShortItemsStartNoGoroutine(t *testing.T) {
 					time.Sleep(took)
 				}})
 				for wave := range 5 {
+					if wave == 3 {
+						time.Sleep(100 * stall)
+					}
 					p.Submit(ints(20 * (wave + 1))...)
 					if wave%2 == 0 {
 						p.Submit(ints(3)...)
@@ -605,7 +619,7 @@ func TestSpawnsWhenBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const stall = time.Millisecond
 		b := newBlocker()
-		p := New(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: b.run, Busy: func() bool { return true }})
+		p := New(Config[int]{Workers: 2, Stall: stall, Run: b.run, Busy: func() bool { return true }})
 		defer p.Close()
 		defer b.stop()
 		synctest.Wait()

@@ -1,8 +1,8 @@
 package executor
 
 import (
-	"math"
 	"slices"
+	"time"
 )
 
 // windowHook, if set (tests), is called in the windows of the protocol:
@@ -11,38 +11,23 @@ import (
 // not said it waits (its pool's lock held).
 var windowHook func(window string)
 
-// note publishes p's hint: its spare items, queued with no goroutine of
-// its own coming for them (high 32 bits), and its free goroutines (low
-// 32). Called with mu held, after either may have changed. A stale hint
-// costs a lock taken for nothing: a move checks it under the locks.
+// note publishes p's hints. Called with mu held, after what they count
+// may have changed.
 func (p *Pool[T]) note() {
-	if len(p.g.pools) == 1 {
-		return
-	}
-	v := uint64(min(max(p.queue.len()-p.coming, 0), math.MaxInt32))<<32 | uint64(min(p.free(), math.MaxInt32))
-	if p.closed {
-		v = 0
-	}
-	if p.hint.Load() != v {
-		p.hint.Store(v)
-	}
-}
-
-func (p *Pool[T]) hinted() (spare, free int) {
-	v := p.hint.Load()
-	return int(v >> 32), int(uint32(v))
+	p.spareHint.Store(int64(max(p.queue.len()-p.coming, 0)))
+	p.freeHint.Store(int64(p.free()))
 }
 
 // free returns p's goroutines that wait for work, or are on their way to
 // its queue beyond the items there. Called with mu held.
 func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.len(), 0) }
 
-// freeElsewhere returns the free goroutines of the pools other than p, as
-// their hints say.
+// freeElsewhere returns the free goroutines of the other pools, as their
+// hints say.
 func (g *Group[T]) freeElsewhere(p *Pool[T]) (n int) {
 	for _, q := range g.pools {
-		if _, free := q.hinted(); q != p {
-			n += free
+		if q != p {
+			n += int(q.freeHint.Load())
 		}
 	}
 	return n
@@ -71,7 +56,7 @@ func move[T any](from, to *Pool[T], k int) {
 func (p *Pool[T]) give() {
 	for i := 1; i < len(p.g.pools); i++ {
 		q := p.g.pools[(p.index+i)%len(p.g.pools)]
-		if _, free := q.hinted(); free == 0 {
+		if q.freeHint.Load() == 0 {
 			continue
 		}
 		if windowHook != nil {
@@ -90,23 +75,21 @@ func (p *Pool[T]) give() {
 	}
 }
 
-// await readies a goroutine of p that found p's queue empty to wait: in a
-// group, it first steals. It returns false if the goroutine is to look at
-// the queue again. Called with mu held; it may let go of it meanwhile.
+// await readies a goroutine of p that found p's queue empty to wait, once
+// it has found nothing to steal. It returns false if the goroutine is to
+// look at the queue again. Called with mu held; it may let go of it.
 func (p *Pool[T]) await() bool {
-	if len(p.g.pools) > 1 {
-		if p.steal() {
-			return false
-		}
-		if windowHook != nil {
-			windowHook("idle")
-		}
+	if p.steal() {
+		return false
+	}
+	if windowHook != nil {
+		windowHook("idle")
 	}
 	p.idle++
 	p.note()
 	// A Submit that saw this goroutine busy publishes its spare items
 	// before it reads who is free: one of the two sees the other.
-	if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { spare, _ := q.hinted(); return spare > 0 }) {
+	if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { return q.spareHint.Load() > 0 }) {
 		p.idle--
 		p.note()
 		return false
@@ -119,9 +102,9 @@ func (p *Pool[T]) await() bool {
 // reports whether it let go of mu meanwhile. Called with mu held.
 func (p *Pool[T]) steal() bool {
 	var v *Pool[T]
-	best := 0
+	var best int64
 	for _, q := range p.g.pools {
-		if spare, _ := q.hinted(); spare > best && q != p {
+		if spare := q.spareHint.Load(); spare > best && q != p {
 			v, best = q, spare
 		}
 	}
@@ -134,7 +117,7 @@ func (p *Pool[T]) steal() bool {
 	}
 	lockPair(p, v)
 	defer v.mu.Unlock()
-	if n := v.queue.len() - v.coming; n <= 0 || p.queue.len() > 0 { // none once closed
+	if n := v.queue.len() - v.coming; n <= 0 { // none once closed
 		v.note()
 	} else if v.aged() {
 		move(v, p, 1)
@@ -144,14 +127,14 @@ func (p *Pool[T]) steal() bool {
 	return true
 }
 
-// aged reports whether a goroutine of p is still in the item the watch saw
-// it in for half the stall delay or more: p's items have waited about as
-// long behind it, and may block as its item does. A thief takes one of
-// them at a time, so that none waits in its batch behind another for the
+// aged reports whether a goroutine of p has been in one item for half the
+// stall delay: p's items have waited as long, and may block as it does. A
+// thief takes one, so that none waits behind another in its batch for the
 // stall delay of a goroutine that starts only now
 // (TestGroupLateThiefTakesOne). Called with mu held.
 func (p *Pool[T]) aged() bool {
+	now := time.Since(p.g.epoch)
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool {
-		return w.busy && w.aged && w.marker() == w.mark
+		return w.busy && w.marker() == w.mark && now-w.markAt >= p.g.c.Stall/2
 	})
 }

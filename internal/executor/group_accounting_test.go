@@ -20,7 +20,7 @@ func TestGroupCloseFromCallbacksOfTwoPools(t *testing.T) {
 		var g *Group[int]
 		goA, goB := make(chan struct{}), make(chan struct{})
 		doneA, doneB := make(chan []int, 1), make(chan []int, 1)
-		g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g = NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0:
 				<-goA
@@ -66,7 +66,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		var g *Group[int]
 		relA, relB1, relB3 := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		var xRan atomic.Bool
-		g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: func(v int, _ *Batch) {
+		g = NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0: // pool 0's goroutine blocks
 				<-relA
@@ -94,7 +94,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		synctest.Wait()
 		q := g.pools[1]
 		q.mu.Lock()
-		gs, stuck, idle := q.gs, q.stuck, q.idle
+		gs, stuck, idle := len(q.workers), q.stuck, q.idle
 		q.mu.Unlock()
 		if gs != 2 || stuck != 1 || idle != 1 {
 			t.Fatalf("setup: pool 1 gs=%d stuck=%d idle=%d, want 2 1 1", gs, stuck, idle)
@@ -102,9 +102,9 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		close(relB1)
 		synctest.Wait()
 		q.mu.Lock()
-		gs, idle, coming, queued := q.gs, q.idle, q.coming, q.queue.len()
+		gs, idle, coming, queued := len(q.workers), q.idle, q.coming, q.queue.len()
 		q.mu.Unlock()
-		_, free := q.hinted()
+		free := q.freeHint.Load()
 		t.Logf("pool 1: gs=%d idle=%d coming=%d queued=%d; hint free=%d", gs, idle, coming, queued, free)
 		g.Pool(0).Submit(9)
 		time.Sleep(100 * stall)
@@ -126,7 +126,7 @@ func TestGroupPokeAbsorbedByOwnItem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var xRan atomic.Bool
-		g := NewGroup(Config[int]{Workers: 3, Slots: 3, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 3, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			switch v {
 			case 0, 1:
 				<-release
@@ -165,7 +165,7 @@ func TestGroupPokeCountsOneComingTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 4, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			if v < 10 {
 				<-release
 				return

@@ -38,7 +38,7 @@ func parkIn(t *testing.T, window string) (parked, resume chan struct{}) {
 // whose other items are counted in ran.
 func blockingPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
 	release, ran = make(chan struct{}), new(atomic.Int32)
-	g = NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+	g = NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 		if v == 0 {
 			<-release
 			return
@@ -48,21 +48,20 @@ func blockingPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
 	return g, release, ran
 }
 
-// TestGroupSharesOut: Workers and Slots are shared out among the pools,
-// at most one pool per worker, and a home's pool is its index mod the
-// pools; a manual group has one pool.
+// TestGroupSharesOut: Workers are shared out among the pools, at most one
+// pool per worker, and a home's pool is its index mod the pools; a manual
+// group has one pool.
 func TestGroupSharesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		run := func(int, *Batch) {}
-		for _, c := range []struct{ workers, slots, homes, pools int }{
-			{16, 16, 16, 16}, {5, 5, 4, 4}, {2, 2, 8, 2}, {1, 1, 4, 1}, {64, 64, 4, 4},
+		for _, c := range []struct{ workers, homes, pools int }{
+			{16, 16, 16}, {5, 4, 4}, {2, 8, 2}, {1, 4, 1}, {64, 4, 4},
 		} {
-			g := NewGroup(Config[int]{Workers: c.workers, Slots: c.slots, Stall: time.Hour, Run: run}, c.homes)
+			g := NewGroup(Config[int]{Workers: c.workers, Stall: time.Hour, Run: run}, c.homes)
 			require.Equal(t, c.pools, g.Pools())
 			total := 0
 			for i, p := range g.pools {
 				total += p.size
-				assert.Equal(t, i*(g.slots/c.pools), p.slotBase)
 				assert.Same(t, p, g.Pool(i+c.pools))
 			}
 			assert.Equal(t, c.workers, total, "workers of %+v", c)
@@ -71,7 +70,7 @@ func TestGroupSharesOut(t *testing.T) {
 			assert.Equal(t, c.workers, gs)
 			assert.Empty(t, g.Close())
 		}
-		g := NewGroup(Config[int]{Workers: 8, Slots: 8, Manual: true, Run: run}, 8)
+		g := NewGroup(Config[int]{Workers: 8, Manual: true, Run: run}, 8)
 		assert.Equal(t, 1, g.Pools())
 		assert.Empty(t, g.Close())
 	})
@@ -124,7 +123,7 @@ func TestGroupStealsWhenFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 		var ran atomic.Int32
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			if v < 2 {
 				<-release[v]
 				return
@@ -158,7 +157,7 @@ func TestGroupOneStuckStartsOne(t *testing.T) {
 	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: stall, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 4, Stall: stall, Run: func(v int, _ *Batch) {
 			if v == 0 {
 				<-release
 				return
@@ -187,7 +186,7 @@ func TestGroupCloseHandsBackEverything(t *testing.T) {
 	for round := range 40 {
 		var mu sync.Mutex
 		ran := map[int]int{}
-		g := NewGroup(Config[int]{Workers: 4, Slots: 4, Stall: 100 * time.Microsecond, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 4, Stall: 100 * time.Microsecond, Run: func(v int, _ *Batch) {
 			if v%97 == 0 {
 				time.Sleep(200 * time.Microsecond) // stuck now and then
 			}
@@ -327,7 +326,7 @@ func TestGroupLateThiefTakesOne(t *testing.T) {
 	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		b := newBlocker()
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: stall, Run: func(v int, bt *Batch) {
+		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, bt *Batch) {
 			if v < 0 {
 				time.Sleep(stall * 9 / 10) // slow, not stuck
 				return
@@ -361,7 +360,7 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan int, 2)
 		release := make(chan struct{})
-		g := NewGroup(Config[int]{Workers: 2, Slots: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
+		g := NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 			started <- v
 			<-release
 		}}, 2)
@@ -380,5 +379,75 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 		default:
 			t.Error("the second item did not start: the first goroutine took both")
 		}
+	})
+}
+
+// TestGroupStolenBatchIsWatched: a thief that steals several items takes
+// them as one batch, on a pool the watch was not looking at. The first
+// blocks: the others must start within the stall delay, so taking a batch
+// of more than one item has the watch look at the thief's pool. Pool 1's
+// goroutine is busy when the items are submitted to pool 0, whose goroutine
+// blocks, then comes free at once and steals half of them; every item
+// blocks.
+func TestGroupStolenBatchIsWatched(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		free := make(chan struct{})
+		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, bt *Batch) {
+			if v < 0 {
+				<-free
+				return
+			}
+			b.run(v, bt)
+		}}, 2)
+		defer g.Close()
+		defer b.stop()
+		synctest.Wait()
+		g.Pool(1).Submit(-1)
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		start := time.Now()
+		g.Pool(0).Submit(ints(9)[1:]...)
+		close(free)
+		time.Sleep(10 * stall)
+		assert.Equal(t, 9, b.count(), "items started")
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for v, at := range b.started {
+			assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
+		}
+	})
+}
+
+// TestGroupStallBoundWithPoolsArmedApart: the watch looks at every pool
+// that has work waiting whenever it wakes, so a pool's looks are not a
+// quarter of the stall delay apart once another pool is armed between
+// them. It wakes when a goroutine is due to be stuck as well: items behind
+// one that blocks still start within the stall delay. Both pools' one
+// goroutine blocks; pool 1 is armed half a look after pool 0.
+func TestGroupStallBoundWithPoolsArmedApart(t *testing.T) {
+	const stall = time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlocker()
+		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: b.run}, 2)
+		defer g.Close()
+		defer b.stop()
+		synctest.Wait()
+		start := time.Now()
+		g.Pool(1).Submit(10)
+		g.Pool(0).Submit(0)
+		synctest.Wait()
+		g.Pool(0).Submit(1, 2) // pool 0's goroutine blocks in 0: the watch looks
+		time.Sleep(stall / 8)
+		g.Pool(1).Submit(11) // pool 1's in 10: the watch looks at both, off pool 0's quarters
+		time.Sleep(10 * stall)
+		assert.Equal(t, 5, b.count(), "items started")
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, v := range []int{1, 2} {
+			assert.LessOrEqual(t, b.started[v].Sub(start), stall, "item %d held up by item 0", v)
+		}
+		assert.LessOrEqual(t, b.started[11].Sub(start), stall/8+stall, "item 11 held up by item 10")
 	})
 }

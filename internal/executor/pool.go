@@ -10,37 +10,35 @@ import (
 	"github.com/go-timingwheel/timingwheel/internal/goid"
 )
 
-// A Pool is one home's pool of a Group: a queue, and goroutines that take
-// from it.
+// A Pool is one home's queue, and the goroutines that take from it.
 type Pool[T any] struct {
-	g        *Group[T] // immutable, as are index, slotBase and size
-	index    int       // in g.pools
-	slotBase int       // the pool's slots are [slotBase, slotBase+len(inSlot))
-	size     int       // the pool's share of Workers
+	g     *Group[T] // immutable, as are index and size
+	index int       // in g.pools
+	size  int       // the pool's share of Workers
 
-	// mu guards the fields below it, and those of the pool's workers said
-	// so. Items never run with mu held.
+	// mu guards the fields below up to lastLook, and those of the pool's
+	// workers said so. Items never run with mu held.
 	mu       sync.Mutex
 	work     sync.Cond // idle goroutines wait here for items
 	exited   sync.Cond // Wait waits here for goroutines to exit
 	queue    queue[T]
-	idle     int          // goroutines waiting for work, not signalled
-	coming   int          // goroutines signalled or started, not back for items yet
-	gs       int          // goroutines that run items
-	stuck    int          // of those, the ones the watch found stuck, not back yet
-	workers  []*worker[T] // the gs goroutines
-	inSlot   []int        // goroutines running with each slot
-	closed   bool
+	idle     int           // goroutines waiting for work, not signalled
+	coming   int           // goroutines signalled or started, not back for items yet
+	stuck    int           // goroutines the watch found stuck, not back yet
+	workers  []*worker[T]  // the goroutines that run items
 	lastLook time.Duration // when the watch last looked, or was armed
 
-	watched atomic.Bool   // work waits: the watch looks at the pool; written with mu
-	hint    atomic.Uint64 // for the other pools to read without mu (see note)
+	// Written with mu; the watch, and other pools' goroutines, read them
+	// without it. A stale hint costs a lock taken for nothing.
+	watched   atomic.Bool  // work waits: the watch looks at the pool
+	spareHint atomic.Int64 // queued items no goroutine of the pool is coming for
+	freeHint  atomic.Int64 // the pool's free goroutines (see free)
 }
 
-// A worker is a goroutine that runs items: the batch it took from the queue
-// at once. It claims each item by incrementing next; the watch, or Close,
-// takes back every item not claimed yet with one compare-and-swap, holding
-// mu. next never decreases, so it is also the worker's progress marker.
+// A worker is a goroutine that runs items, and the batch it took. It
+// claims each item by incrementing next; the watch, or Shut, takes back
+// the items not claimed with one compare-and-swap, holding mu. next never
+// decreases: it is also the worker's progress marker.
 type worker[T any] struct {
 	// batch, base and end are written by the worker with mu held, and read
 	// by the worker without it, or by others with it.
@@ -48,16 +46,15 @@ type worker[T any] struct {
 	base    int64        // next when the batch was taken: batch[i] is claim base+i
 	end     int64        // base + len(batch)
 	next    atomic.Int64 // the first claim not made
-	b       Batch        // the worker's own, but Slot: set at spawn
-	touched uintptr      // the sum of Touch's results, so that they are kept
+	b       Batch        // the worker's own
+	touched uintptr      // the sum of Touch's results, so that the reads stay
 
 	// Guarded by the pool's mu.
 	goid   int64
 	busy   bool          // inside a batch, from taking it to coming back
 	stuck  bool          // found stuck by the watch, not back yet
-	aged   bool          // the watch saw it in item mark for half the stall delay
 	mark   int64         // the marker the watch last saw
-	markAt time.Duration // when the worker started the item of mark, estimated
+	markAt time.Duration // when the worker started the item of mark, or earlier
 }
 
 func (w *worker[T]) claim() (v T, ok bool) {
@@ -79,26 +76,24 @@ func (w *worker[T]) takeBack(dst []T) []T {
 }
 
 // marker moves when the worker starts an item or takes a batch (which
-// counts as starting its first item). Called with mu held.
+// starts its first item). Called with mu held.
 func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 
-// Submit queues items to run. It never blocks. It reports false, and queues
-// nothing, once the group is closed.
+// Submit queues items to run, without blocking. Once the group is closed,
+// it queues nothing and reports false.
 func (p *Pool[T]) Submit(items ...T) bool {
 	p.mu.Lock()
-	if p.closed {
+	if p.g.closed {
 		p.mu.Unlock()
 		return false
 	}
 	p.queue.push(items)
-	spare := false
-	if !p.g.c.Manual {
-		p.wake()
-		if spare = p.queue.len() > p.coming; spare {
-			p.arm()
-		}
-		p.note()
+	p.wake()
+	spare := p.queue.len() > p.coming
+	if spare {
+		p.arm()
 	}
+	p.note()
 	p.mu.Unlock()
 	if spare {
 		p.give()
@@ -106,8 +101,8 @@ func (p *Pool[T]) Submit(items ...T) bool {
 	return true
 }
 
-// wake signals idle goroutines, one per queued item that no goroutine on
-// its way will take. Called with mu held.
+// wake signals an idle goroutine per queued item that no goroutine on its
+// way will take. Called with mu held.
 func (p *Pool[T]) wake() {
 	for ; p.idle > 0 && p.coming < p.queue.len(); p.idle-- {
 		p.coming++
@@ -115,9 +110,10 @@ func (p *Pool[T]) wake() {
 	}
 }
 
-// arm has the watch look at the pool: work waits. Called with mu held.
+// arm has the watch look at the pool: work waits. Called with mu held, the
+// group open.
 func (p *Pool[T]) arm() {
-	if !p.watched.Load() && !p.closed {
+	if !p.watched.Load() {
 		p.watched.Store(true)
 		p.lastLook = time.Since(p.g.epoch)
 		select {
@@ -127,19 +123,10 @@ func (p *Pool[T]) arm() {
 	}
 }
 
-// spawn starts a goroutine that takes work at once, with the slot fewest
-// of the pool's goroutines have. Called with mu held.
+// spawn starts a goroutine that takes work at once. Called with mu held.
 func (p *Pool[T]) spawn() {
-	slot := 0
-	for i, n := range p.inSlot {
-		if n < p.inSlot[slot] {
-			slot = i
-		}
-	}
-	p.inSlot[slot]++
-	w := &worker[T]{b: Batch{Slot: p.slotBase + slot}}
+	w := &worker[T]{b: Batch{Pool: p.index}}
 	p.workers = append(p.workers, w)
-	p.gs++
 	p.coming++
 	p.g.gs.Add(1)
 	p.note()
@@ -151,13 +138,12 @@ func (p *Pool[T]) has(id int64) bool {
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool { return w.goid == id })
 }
 
-// take gives w its next batch from the queue, which must not be empty: a
-// share of the queue among the goroutines about to take from it, those of
-// other pools about to be given items included (see give). Called with mu
-// held.
+// take gives w its next batch from the queue, which must not be empty: its
+// share among the goroutines about to take from it, those of other pools
+// about to be given items included (see give). Called with mu held.
 func (p *Pool[T]) take(w *worker[T]) {
 	takers := p.coming + 1
-	if q := p.queue.len(); q > takers && len(p.g.pools) > 1 {
+	if q := p.queue.len(); q > takers {
 		takers += min(p.g.freeElsewhere(p), q-takers)
 	}
 	w.batch = p.queue.pop(w.batch[:0], min(batchMax, (p.queue.len()+takers-1)/takers))
@@ -170,9 +156,9 @@ func (p *Pool[T]) take(w *worker[T]) {
 	p.note()
 }
 
-// loop runs batches of queued items until the group is closed, or there is
-// no work and enough other goroutines to wait for it. With resume, it goes
-// on with the batch of a goroutine that called runtime.Goexit in an item.
+// loop runs batches until the group is closed, or there is no work and
+// enough other goroutines to wait for it. With resume, it goes on with the
+// batch of a goroutine that called runtime.Goexit in an item.
 func (p *Pool[T]) loop(w *worker[T], resume bool) {
 	id, c := goid.Get(), &p.g.c
 	p.mu.Lock()
@@ -187,24 +173,22 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 			return
 		}
 		p.workers = slices.DeleteFunc(p.workers, func(x *worker[T]) bool { return x == w })
-		p.inSlot[w.b.Slot-p.slotBase]--
-		p.gs--
 		p.g.gs.Add(-1)
 		p.note()
 		p.exited.Broadcast()
 		p.mu.Unlock()
 	}()
 	for ran := 0; ; resume = false {
-		for !resume && p.queue.len() == 0 && !p.closed && p.gs-p.stuck <= p.size {
+		for !resume && p.queue.len() == 0 && !p.g.closed && len(p.workers)-p.stuck <= p.size {
 			if p.await() {
 				p.work.Wait()
-				if !p.closed {
+				if !p.g.closed {
 					p.coming--
 				}
 			}
 		}
 		if !resume {
-			if p.queue.len() == 0 || p.closed {
+			if p.queue.len() == 0 || p.g.closed {
 				goexit = false // closed, or more goroutines than needed
 				return
 			}
@@ -223,11 +207,10 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 		}
 		for v, ok := w.claim(); ok; v, ok = w.claim() {
 			p.g.call(v, &w.b)
-			// A goroutine that always finds work never blocks, and its
-			// processor then runs no timers: one due waits up to the
-			// preemption slice (10ms). A yield puts the goroutine at the
-			// back of the global run queue, which starves it when the
-			// CPU is busy: so only when Yield says a timer is due.
+			// A goroutine that always finds work never blocks, so its
+			// processor runs no timers until it is preempted (10ms). A
+			// yield sends it to the back of the global run queue, which
+			// starves it on a busy CPU: so only when Yield says one is due.
 			if ran++; ran%yieldEvery == 0 && (c.Yield == nil || c.Yield()) {
 				runtime.Gosched()
 			}
@@ -242,10 +225,9 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 	}
 }
 
-// close marks p closed, appends to left the items not started and tells
-// p's goroutines to exit. Called with mu held.
+// close appends to left the items not started, and tells p's goroutines
+// to exit. Called by Shut, with every pool's mu held.
 func (p *Pool[T]) close(left []T) []T {
-	p.closed = true
 	for _, w := range p.workers {
 		left = w.takeBack(left) // the caller's own batch too, when it is a worker
 	}

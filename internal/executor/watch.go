@@ -7,7 +7,7 @@ import (
 )
 
 // watch looks at the pools that have work waiting, every quarter of the
-// stall delay and when a goroutine is due to reach it, until Shut.
+// stall delay and when a goroutine is due to be stuck, until Shut.
 func (g *Group[T]) watch() {
 	defer close(g.done)
 	t := time.NewTimer(time.Hour)
@@ -17,7 +17,6 @@ func (g *Group[T]) watch() {
 		case <-t.C:
 		case <-g.kick:
 		case <-g.stop:
-			t.Stop()
 			return
 		}
 		next := time.Duration(math.MaxInt64)
@@ -32,17 +31,16 @@ func (g *Group[T]) watch() {
 	}
 }
 
-// look finds p's goroutines stuck in one item, takes back the items of
-// their batches, and hands out the items that wait: to free goroutines of
-// other pools, then to goroutines it starts. It returns when to look
-// again, or MaxInt64 when nothing waits. Called without locks.
+// look finds p's goroutines stuck in one item, takes back the rest of
+// their batches, and starts goroutines for the items that wait. It returns
+// when to look again, or MaxInt64 when nothing waits (as once the group is
+// closed). An item is taken to have started at the look before the one
+// that saw it started: never late, and early by at most a quarter of the
+// stall delay, so that items under three quarters of it are never stuck.
 func (p *Pool[T]) look() time.Duration {
 	g := p.g
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return math.MaxInt64
-	}
 	now := time.Since(g.epoch)
 	next := now + g.every
 	var back []T
@@ -51,10 +49,9 @@ func (p *Pool[T]) look() time.Duration {
 			continue
 		}
 		if m := w.marker(); m != w.mark {
-			w.mark, w.markAt = m, p.lastLook // reached since then
+			w.mark, w.markAt = m, p.lastLook
 		}
 		in := now - w.markAt
-		w.aged = in >= g.c.Stall/2
 		if in < g.c.Stall {
 			next = min(next, w.markAt+g.c.Stall)
 			continue
@@ -72,14 +69,8 @@ func (p *Pool[T]) look() time.Duration {
 		return math.MaxInt64
 	}
 	p.wake()
-	if p.queue.len() > p.coming && len(g.pools) > 1 {
-		p.note()
-		p.mu.Unlock()
-		p.give()
-		p.mu.Lock()
-	}
-	if items := p.queue.len() - p.coming; items > 0 && !p.closed {
-		going := p.gs - p.stuck
+	if items := p.queue.len() - p.coming; items > 0 {
+		going := len(p.workers) - p.stuck
 		busy := going == 0 && g.c.Busy()
 		for range spawns(going, p.size, items, int(g.gs.Load())-g.c.Workers, busy) {
 			p.spawn()
@@ -93,13 +84,10 @@ func (p *Pool[T]) look() time.Duration {
 // goroutine coming for them, when going goroutines of the pool are not
 // stuck, out of the size it keeps, and the group runs extra beyond its
 // Workers: one per item when none is going, else as many as are missing.
-//
-// Unless busy: goroutines wait for a processor. A goroutine that looks
-// stuck may then only be descheduled, and a goroutine per item would only
-// add goroutines that wait beside it: in a storm of a million callbacks
-// on 2 cores, 1 run in 5 started a few hundred, which convoyed on the
-// pool's lock (CPU 2.5s against 0.7s, p99 155ms against 5-13ms). So
-// only the pool's size more, per look.
+// Unless busy (goroutines wait for a processor): those that look stuck may
+// only be descheduled, so only the pool's size more per look. Without it,
+// 1 storm in 5 on 2 cores started hundreds that convoyed on the pool's
+// lock (p99 155ms against 5-13ms).
 func spawns(going, size, items, extra int, busy bool) int {
 	switch {
 	case going == 0 && busy:

@@ -200,8 +200,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "idle-no-recheck", file: "internal/executor/group.go",
-		old: "if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { spare, _ := q.hinted(); return spare > 0 }) {",
-		new: "if false && slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { spare, _ := q.hinted(); return spare > 0 }) {",
+		old: "if slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { return q.spareHint.Load() > 0 }) {",
+		new: "if false && slices.ContainsFunc(p.g.pools, func(q *Pool[T]) bool { return q.spareHint.Load() > 0 }) {",
 		why: "a goroutine that says it waits does not look again for spare items a Submit that saw it busy left",
 	},
 	{
@@ -218,8 +218,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "no-steal", file: "internal/executor/group.go",
-		old: "\t\tif p.steal() {",
-		new: "\t\tif false && p.steal() {",
+		old: "\tif p.steal() {",
+		new: "\tif false && p.steal() {",
 		why: "a goroutine whose queue is empty waits instead of stealing another pool's spare items",
 	},
 	{
@@ -254,7 +254,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "extras-never-exit", file: "internal/executor/pool.go",
-		old: "&& p.gs-p.stuck <= p.size {",
+		old: "&& len(p.workers)-p.stuck <= p.size {",
 		new: "&& true {",
 		why: "goroutines started for stuck ones wait for work for ever instead of exiting once the stuck ones are back",
 	},
@@ -269,6 +269,30 @@ var mutants = []mutant{
 		old: "for ; p.idle > 0 && p.coming < p.queue.len(); p.idle-- {",
 		new: "for ; p.idle > 0 && p.coming < 1; p.idle-- {",
 		why: "a Submit wakes one idle goroutine, however many items it queues",
+	},
+	{
+		name: "give-one-pool", file: "internal/executor/group.go",
+		old: "\t\tif !left {\n\t\t\treturn\n\t\t}",
+		new: "\t\tif left || !left {\n\t\t\treturn\n\t\t}",
+		why: "a Submit gives its spare items to the free goroutines of one other pool only: a storm runs on two pools",
+	},
+	{
+		name: "take-no-arm", file: "internal/executor/pool.go",
+		old: "if len(w.batch) > 1 || p.queue.len() > p.coming {",
+		new: "if false {",
+		why: "a goroutine that takes a batch of several items has no watch look at its pool: a thief's stolen batch waits behind a blocked item",
+	},
+	{
+		name: "watch-quarters-only", file: "internal/executor/watch.go",
+		old: "next = min(next, w.markAt+g.c.Stall)",
+		new: "_ = next",
+		why: "the watch wakes only a quarter of the stall delay after its last look, not when a goroutine is due to be stuck: late once another pool was armed",
+	},
+	{
+		name: "arm-stale-look", file: "internal/executor/pool.go",
+		old: "\t\tp.lastLook = time.Since(p.g.epoch)\n",
+		new: "",
+		why: "an armed pool's last look is the one before it went idle: a goroutine in its first item is taken for stuck at once",
 	},
 	{
 		name: "level0-key-tick", file: "timingwheel.go",
