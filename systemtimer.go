@@ -588,6 +588,7 @@ func (st *SystemTimer) collectPlaces() {
 			sh.places = 0
 		}
 		sh.mu.Unlock()
+		failpoint("collect:passed")
 	}
 }
 
