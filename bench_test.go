@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,13 +16,22 @@ import (
 // seconds and about a gigabyte to set up per implementation.
 var pendingSizes = []int{1_000, 100_000, 1_000_000, 10_000_000}
 
+// shortSizes is sizes without those above a million under -short (CI's
+// run-once check of the benchmarks: that they run, not what they measure).
+func shortSizes(sizes []int) []int {
+	if !testing.Short() {
+		return sizes
+	}
+	return slices.DeleteFunc(slices.Clone(sizes), func(n int) bool { return n > 1_000_000 })
+}
+
 func noop() {}
 
 // BenchmarkAfterFuncStop times an AfterFunc(30s) + Stop pair with n timers
 // pending 1–2 minutes out (the churn workload in bench/README.md), for this
 // package and, in the same run, for time.AfterFunc.
 func BenchmarkAfterFuncStop(b *testing.B) {
-	for _, n := range pendingSizes {
+	for _, n := range shortSizes(pendingSizes) {
 		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
 			st, err := timingwheel.New()
 			if err != nil {
