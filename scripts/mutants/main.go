@@ -36,7 +36,9 @@ const concurrency = "Concurrent|Stress|Starvation"
 // run stops at the first that fails: the window tests first, since they
 // kill a mutant of their window in a second, then the package's other
 // tests (deterministic, a minute), those of the internal packages (the
-// executor's) and the instrumented locality test, then the rest of the
+// executor's), the instrumented locality test and the placement tests
+// without the race detector (under it, pushers count on the shard), then
+// the rest of the
 // suite.
 type stage struct {
 	name   string
@@ -55,6 +57,7 @@ var stages = []stage{
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
 	{name: "internal packages", dir: ".", pkgs: "./internal/..."},
 	{name: "locality", dir: ".", pkgs: ".", tags: "timingwheel_locality", run: "TestLocality", noRace: true},
+	{name: "placement", dir: ".", pkgs: ".", run: "TestShardLocality|TestProcCount|TestPushCount", noRace: true},
 	{name: "suite, failpoints", binary: "failpoints", run: concurrency},
 	{name: "suite", binary: "plain", run: concurrency},
 	{name: "conctest, failpoints", dir: "conctest", tags: "timingwheel_failpoints"},
