@@ -38,8 +38,7 @@ const concurrency = "Concurrent|Stress|Starvation"
 // tests (deterministic, a minute), those of the internal packages (the
 // executor's), the instrumented locality test and the placement tests
 // without the race detector (under it, pushers count on the shard), then
-// the rest of the
-// suite.
+// the rest of the suite.
 type stage struct {
 	name   string
 	binary string // plain or failpoints: the package's test binary
