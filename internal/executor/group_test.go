@@ -323,30 +323,46 @@ func TestGroupIdleWindowSubmit(t *testing.T) {
 // the stall delay of a goroutine that started it only now. Every item
 // blocks and must start within the stall delay of its submission.
 func TestGroupLateThiefTakesOne(t *testing.T) {
-	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
-		b := newBlocker()
-		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, bt *Batch) {
-			if v < 0 {
-				time.Sleep(stall * 9 / 10) // slow, not stuck
-				return
-			}
-			b.run(v, bt)
-		}}, 2)
-		defer g.Close()
-		defer b.stop()
-		synctest.Wait()
-		g.Pool(1).Submit(-1)
-		g.Pool(0).Submit(0)
-		synctest.Wait()
-		start := time.Now()
-		g.Pool(0).Submit(ints(12)[1:]...)
-		time.Sleep(10 * stall)
-		assert.Equal(t, 12, b.count(), "items started")
-		for v, at := range b.started {
-			assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
-		}
+		thiefCase(t, 12, func() { time.Sleep(thiefStall * 9 / 10) }, nil) // slow, not stuck
 	})
+}
+
+const thiefStall = time.Millisecond
+
+// thiefCase submits items 0 to n-1 to pool 0 of a group of two pools of
+// one goroutine each, every item blocking (a blocker), while pool 1's
+// goroutine is in an item that runs busy; it calls then (if not nil) after
+// the Submit, and checks that every item starts within the stall delay of
+// its submission.
+func thiefCase(t *testing.T, n int, busy, then func()) {
+	t.Helper()
+	b := newBlocker()
+	g := NewGroup(Config[int]{Workers: 2, Stall: thiefStall, Run: func(v int, bt *Batch) {
+		if v < 0 {
+			busy()
+			return
+		}
+		b.run(v, bt)
+	}}, 2)
+	defer g.Close()
+	defer b.stop()
+	synctest.Wait()
+	g.Pool(1).Submit(-1)
+	g.Pool(0).Submit(0)
+	synctest.Wait()
+	start := time.Now()
+	g.Pool(0).Submit(ints(n)[1:]...)
+	if then != nil {
+		then()
+	}
+	time.Sleep(10 * thiefStall)
+	assert.Equal(t, n, b.count(), "items started")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for v, at := range b.started {
+		assert.LessOrEqual(t, at.Sub(start), thiefStall, "item %d held up by blocked ones", v)
+	}
 }
 
 // TestGroupTakeLeavesAShare: a goroutine taking a batch leaves a share of
@@ -390,33 +406,9 @@ func TestGroupTakeLeavesAShare(t *testing.T) {
 // blocks, then comes free at once and steals half of them; every item
 // blocks.
 func TestGroupStolenBatchIsWatched(t *testing.T) {
-	const stall = time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
-		b := newBlocker()
 		free := make(chan struct{})
-		g := NewGroup(Config[int]{Workers: 2, Stall: stall, Run: func(v int, bt *Batch) {
-			if v < 0 {
-				<-free
-				return
-			}
-			b.run(v, bt)
-		}}, 2)
-		defer g.Close()
-		defer b.stop()
-		synctest.Wait()
-		g.Pool(1).Submit(-1)
-		g.Pool(0).Submit(0)
-		synctest.Wait()
-		start := time.Now()
-		g.Pool(0).Submit(ints(9)[1:]...)
-		close(free)
-		time.Sleep(10 * stall)
-		assert.Equal(t, 9, b.count(), "items started")
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		for v, at := range b.started {
-			assert.LessOrEqual(t, at.Sub(start), stall, "item %d held up by blocked ones", v)
-		}
+		thiefCase(t, 9, func() { <-free }, func() { close(free) })
 	})
 }
 
