@@ -361,7 +361,7 @@ func TestConcurrentTickerOwedRunABA(t *testing.T) {
 			fc.Add(p)
 			for st.turnFirst() { // the Reset's deadline: queued again
 			}
-			runs := st.pool.Close() // what the workers would take
+			runs := st.pool.Shut() // what the workers would take
 			if len(runs) != 2 || runs[0] != &ct.t || runs[1] != &ct.t {
 				t.Fatalf("round %d: the executor holds %d runs; want the Ticker's Timer twice", i, len(runs))
 			}

@@ -800,7 +800,7 @@ func TestStopWhileCallbackWaitsForAQueuedRun(t *testing.T) {
 		// the callback, and the watch looks a quarter of the stall delay
 		// (1ms) after it was queued. Stop in between.
 		time.Sleep(time.Millisecond + time.Microsecond)
-		if backlog, _ := st.pool.Load(); backlog != 1 {
+		if backlog, _, _ := st.pool.Load(); backlog != 1 {
 			t.Fatalf("backlog %d, want the channel timer's run queued", backlog)
 		}
 		st.Stop()

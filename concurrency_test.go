@@ -132,7 +132,8 @@ func (st *SystemTimer) settled() bool {
 		}
 	}
 	st.pendingBarrier()
-	return st.pool.Idle()
+	backlog, _, busy := st.pool.Load()
+	return backlog == 0 && busy == 0
 }
 
 // waitIdle waits until every run owed so far has finished (settled).

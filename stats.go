@@ -142,7 +142,7 @@ func (st *SystemTimer) executorStats(s *Stats) {
 	}
 	s.Panics = st.pool.Panics()
 	var gs int
-	s.Backlog, gs = st.pool.Load()
+	s.Backlog, gs, _ = st.pool.Load()
 	s.Workers = st.workers
 	s.Helpers = max(gs-st.workers, 0)
 }

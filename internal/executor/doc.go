@@ -1,8 +1,7 @@
 // Package executor runs submitted items (timer callbacks) on a few
 // goroutines, and adds goroutines only when items block.
 //
-// A Group is a pool per home (a SystemTimer's shard); New makes a group of
-// one pool. What it promises:
+// A Group is a pool per home (a SystemTimer's shard). What it promises:
 //
 //   - Submit never blocks. While a pool's goroutines keep up, its items
 //     start in the order they were submitted.
@@ -23,10 +22,11 @@
 // items), and claims them one at a time through an atomic index: what it
 // has not started can be taken back with one compare-and-swap, and the
 // index, which only grows, shows its progress. While work waits, the
-// group's watch reads the indexes every quarter of the stall delay, takes
-// back the batch of a goroutine in one item for the stall delay (stuck),
-// and starts goroutines for what waits (see spawns). A Submit gives the
-// items its pool's goroutines will not take to free goroutines of other
-// pools, and a goroutine that finds its queue empty steals from the pool
-// with the most. Items move holding both pools' locks: Shut finds them all.
+// pool's watch, a timer, reads the indexes every quarter of the stall
+// delay, takes back the batch of a goroutine in one item for the stall
+// delay (stuck), and starts goroutines for what waits (see spawns). A
+// Submit gives the items its pool's goroutines will not take to free
+// goroutines of other pools, and a goroutine that finds its queue empty
+// steals from the pool with the most. Items move holding both pools'
+// locks: Shut finds them all.
 package executor

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"runtime/metrics"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,24 +17,17 @@ type Config[T any] struct {
 	Stall   time.Duration       // the stall delay; positive
 	Run     func(v T, b *Batch) // runs one item
 	OnPanic func(v any)         // receives a value Run panicked with; required
-	Now     func() int64        // if set, read into Batch.At once per batch
-	// Yield, if set, is asked every yieldEvery items whether a goroutine
-	// is to yield its processor; if not set, it always is (see loop).
-	Yield func() bool
-	// Touch, if set, reads what Run will of every item of a batch before
-	// the first runs, so that the cache misses overlap: it cut the CPU
-	// time of a storm of a million timers by a sixth.
-	Touch func(T) uintptr
-	// Busy reports whether goroutines wait for a processor (see spawns);
-	// if not set, the runtime's count of runnable goroutines says.
-	Busy   func() bool
-	Manual bool // start no goroutines: RunQueued runs the queue (tests)
+	Start   func([]T, *Batch)   // if set, called with each batch before its first item runs
+	Yield   func() bool         // if set, says whether a goroutine is to yield (see loop)
+	Busy    func() bool         // goroutines wait for a processor (see spawns); tests set it
+	Manual  bool                // start no goroutines: RunQueued runs the queue (tests)
 }
 
 // A Batch is what Run knows of the items a goroutine took at once.
 type Batch struct {
 	Pool int   // the goroutine's pool: Run may count into memory of the pool's own
-	At   int64 // Config.Now, read before the batch's first item
+	At   int64 // Start may set it, and Sink: the executor reads neither
+	Sink uintptr
 }
 
 const (
@@ -41,16 +35,14 @@ const (
 	stealMax   = 256 // the most items a goroutine steals at once
 	yieldEvery = 32  // items a goroutine runs between yields
 	// maxExtra bounds the goroutines started one per item beyond Workers:
-	// a goroutine descheduled by a GC cycle looks stuck too, and the
-	// 10-minute soak saw thousands started for such ones. Past it, Workers
-	// more per look, so that no item waits for ever.
+	// goroutines held up by a GC cycle look stuck too, and the soak saw
+	// 9,000 started at once that convoyed on the pool's lock.
 	maxExtra = 256
 	minEvery = 10 * time.Microsecond // bounds how often the watch wakes
 )
 
-// defaultBusy is Config.Busy's default. Reading the count takes the
-// scheduler's lock: the watch reads it only when every goroutine of a pool
-// looks stuck.
+// defaultBusy is Config.Busy's default: the runtime's count of runnable
+// goroutines, which takes the scheduler's lock to read (see spawns).
 var defaultBusy = func() bool {
 	s := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
 	metrics.Read(s)
@@ -59,26 +51,21 @@ var defaultBusy = func() bool {
 
 // A Group runs submitted items on a pool per home (see the package doc).
 type Group[T any] struct {
-	c     Config[T] // immutable, as are the fields up to closed
+	c     Config[T] // immutable, as are every and epoch
 	pools []*Pool[T]
-	every time.Duration // how often the watch looks while work waits
-	epoch time.Time     // the watch's times are time.Since(epoch)
-	kick  chan struct{} // work waits in a pool: the watch looks now
-	stop  chan struct{} // closed by Shut: the watch exits
-	done  chan struct{} // closed when the watch has exited
+	every time.Duration // how often a watch looks while work waits
+	epoch time.Time     // the watches' times are time.Since(epoch)
 
-	closed bool          // written holding every pool's mu: any one guards a read
-	gs     atomic.Int64  // goroutines that run items, in all pools
-	panics atomic.Uint64 // items that panicked, and values Reported
-	queued Batch         // RunQueued's; its callers take turns
+	looks  sync.WaitGroup // the pools' watches that are set or running
+	closed bool           // written holding every pool's mu: any one guards a read
+	gs     atomic.Int64   // goroutines that run items, in all pools
+	panics atomic.Uint64  // items that panicked, and values Reported
+	queued Batch          // RunQueued's, as is one; its callers take turns
+	one    []T
 }
 
-// New starts a group of one pool.
-func New[T any](c Config[T]) *Group[T] { return NewGroup(c, 1) }
-
-// NewGroup starts a group of pools, one per home, at most one per worker:
-// Workers are shared out among them, and home i submits to pool i mod the
-// number of pools. A manual group has one pool. It panics if Workers or
+// NewGroup starts a group of a pool per home, at most one per worker, that
+// share out Workers. A manual group has one pool. It panics if Workers or
 // Stall is not positive, unless Manual is set.
 func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	n := 1
@@ -94,8 +81,7 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	if c.Busy == nil {
 		c.Busy = defaultBusy
 	}
-	g := &Group[T]{c: c, pools: make([]*Pool[T], n), every: max(c.Stall/4, minEvery),
-		epoch: time.Now(), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	g := &Group[T]{c: c, pools: make([]*Pool[T], n), every: max(c.Stall/4, minEvery), epoch: time.Now()}
 	for i := range g.pools {
 		p := &Pool[T]{g: g, index: i, size: c.Workers / n}
 		if i < c.Workers%n {
@@ -105,11 +91,11 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 		g.pools[i] = p
 	}
 	if c.Manual {
-		close(g.done)
 		return g
 	}
-	go g.watch()
 	for _, p := range g.pools {
+		p.watch = time.AfterFunc(time.Hour, p.see)
+		p.watch.Stop()
 		p.mu.Lock()
 		for range p.size {
 			p.spawn()
@@ -119,11 +105,8 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 	return g
 }
 
-// Pool returns home i's pool.
+// Pool returns home i's pool: pool i mod Pools.
 func (g *Group[T]) Pool(i int) *Pool[T] { return g.pools[i%len(g.pools)] }
-
-// Submit submits to home 0's pool: the one pool of a group made by New.
-func (g *Group[T]) Submit(items ...T) bool { return g.pools[0].Submit(items...) }
 
 // Pools returns how many pools the group has: Batch.Pool is below.
 func (g *Group[T]) Pools() int { return len(g.pools) }
@@ -131,9 +114,8 @@ func (g *Group[T]) Pools() int { return len(g.pools) }
 // Panics returns how many items panicked, and values Reported.
 func (g *Group[T]) Panics() uint64 { return g.panics.Load() }
 
-// Report hands v to OnPanic and counts it in Panics, as if an item had
-// panicked with it: for user code that Run recovered itself. It must not
-// be called with a lock held.
+// Report hands v to OnPanic, and counts it in Panics, for user code that
+// Run recovered itself. It must not be called with a lock held.
 func (g *Group[T]) Report(v any) {
 	g.panics.Add(1)
 	defer func() {
@@ -153,24 +135,22 @@ func (g *Group[T]) call(v T, b *Batch) {
 	g.c.Run(v, b)
 }
 
-// RunQueued runs the queued items of a manual group on the calling
-// goroutine until the queue is empty, including items they submit. It
-// pops one at a time, so that Close always finds what has not started.
+// RunQueued runs a manual group's queue on the calling goroutine until it
+// is empty, one item at a time, so that Shut finds all that has not started.
 func (g *Group[T]) RunQueued() {
 	p, b := g.pools[0], &g.queued
 	for {
-		var one [1]T
 		p.mu.Lock()
 		if g.closed || p.queue.len() == 0 {
 			p.mu.Unlock()
 			return
 		}
-		p.queue.pop(one[:0], 1)
+		g.one = p.queue.pop(g.one[:0], 1)
 		p.mu.Unlock()
-		if g.c.Now != nil {
-			b.At = g.c.Now()
+		if g.c.Start != nil {
+			g.c.Start(g.one, b)
 		}
-		g.call(one[0], b)
+		g.call(g.one[0], b)
 	}
 }
 
@@ -186,9 +166,10 @@ func (g *Group[T]) unlockAll() {
 	}
 }
 
-// count returns, at one moment, the items not started (queued or in a
-// batch), the goroutines that run items, and those inside a batch.
-func (g *Group[T]) count() (backlog, goroutines, busy int) {
+// Load returns the items submitted and not started, the goroutines that
+// run items (Workers, or more while some are stuck), and those inside a
+// batch, at one moment.
+func (g *Group[T]) Load() (backlog, goroutines, busy int) {
 	g.lockAll()
 	defer g.unlockAll()
 	for _, p := range g.pools {
@@ -202,19 +183,6 @@ func (g *Group[T]) count() (backlog, goroutines, busy int) {
 	return backlog, goroutines, busy
 }
 
-// Load returns the items submitted and not started, and the goroutines
-// that run items: Workers, or more while some are stuck.
-func (g *Group[T]) Load() (backlog, goroutines int) {
-	backlog, goroutines, _ = g.count()
-	return backlog, goroutines
-}
-
-// Idle reports whether every item submitted so far has run. For tests.
-func (g *Group[T]) Idle() bool {
-	backlog, _, busy := g.count()
-	return backlog == 0 && busy == 0
-}
-
 // OnWorker reports whether the calling goroutine is one of the group's.
 func (g *Group[T]) OnWorker() bool {
 	me := goid.Get()
@@ -223,20 +191,10 @@ func (g *Group[T]) OnWorker() bool {
 	return slices.ContainsFunc(g.pools, func(p *Pool[T]) bool { return p.has(me) })
 }
 
-// Close is Shut, then Wait. Later calls return nil at once, without
-// waiting: two items that both close the group do not wait for each other.
-func (g *Group[T]) Close() []T {
-	left, first := g.shut()
-	if first {
-		g.Wait()
-	}
-	return left
-}
-
-// Shut closes every pool at once, holding every pool's lock, so that no
-// item moves meanwhile, and returns the items that never started; later
-// calls return nil. It does not wait (see Wait): the caller may first have
-// to end what running items wait for.
+// Shut closes every pool at once, holding every lock, so that no item
+// moves meanwhile, and returns the items that never started; later calls
+// return nil. It does not wait: the caller may first have to end what
+// running items wait for.
 func (g *Group[T]) Shut() []T {
 	left, _ := g.shut()
 	return left
@@ -249,7 +207,6 @@ func (g *Group[T]) shut() (left []T, first bool) {
 		return nil, false
 	}
 	g.closed = true
-	close(g.stop)
 	for _, p := range g.pools {
 		left = p.close(left)
 	}
@@ -267,7 +224,7 @@ func (g *Group[T]) Wait() {
 		}
 		p.mu.Unlock()
 	}
-	<-g.done
+	g.looks.Wait()
 }
 
 // A queue is a FIFO of items: buf[head:].

@@ -369,9 +369,9 @@ func TestRunsInSubmitOrderWithOneWorker(t *testing.T) {
 	})
 }
 
-// TestTouchPrecedesRun checks that a worker touches every item of a batch
-// before it runs the batch's first item, and touches each item it runs.
-func TestTouchPrecedesRun(t *testing.T) {
+// TestStartPrecedesRun checks that a worker starts every batch, with all
+// its items, before it runs the batch's first item.
+func TestStartPrecedesRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		touched := map[int]bool{}
@@ -379,11 +379,12 @@ func TestTouchPrecedesRun(t *testing.T) {
 		p := New(Config[int]{
 			Workers: 1,
 			Stall:   time.Millisecond,
-			Touch: func(v int) uintptr {
+			Start: func(batch []int, _ *Batch) {
 				mu.Lock()
-				touched[v] = true
+				for _, v := range batch {
+					touched[v] = true
+				}
 				mu.Unlock()
-				return uintptr(v)
 			},
 			Run: func(v int, _ *Batch) {
 				mu.Lock()
@@ -404,7 +405,7 @@ func TestTouchPrecedesRun(t *testing.T) {
 		synctest.Wait()
 		assert.Empty(t, p.Close())
 		assert.Equal(t, items, ran)
-		assert.Empty(t, early, "items run before their batch was touched")
+		assert.Empty(t, early, "items run before their batch was started")
 	})
 }
 

@@ -8,11 +8,16 @@ import (
 // windowHook, if set (tests), is called in the windows of the protocol:
 // "steal" and "give" before a thief or a giver takes both pools' locks (no
 // lock held), "idle" by a goroutine that found nothing to steal and has
-// not said it waits (its pool's lock held).
+// not said it waits (its pool's lock held), "look" as a watch fires.
 var windowHook func(window string)
 
-// note publishes p's hints. Called with mu held, after what they count
-// may have changed.
+func window(name string) {
+	if windowHook != nil {
+		windowHook(name)
+	}
+}
+
+// note publishes p's hints. Called with mu held, after they may change.
 func (p *Pool[T]) note() {
 	p.spareHint.Store(int64(max(p.queue.len()-p.coming, 0)))
 	p.freeHint.Store(int64(p.free()))
@@ -22,8 +27,7 @@ func (p *Pool[T]) note() {
 // its queue beyond the items there. Called with mu held.
 func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.len(), 0) }
 
-// freeElsewhere returns the free goroutines of the other pools, as their
-// hints say.
+// freeElsewhere returns the free goroutines of other pools, by their hints.
 func (g *Group[T]) freeElsewhere(p *Pool[T]) (n int) {
 	for _, q := range g.pools {
 		if q != p {
@@ -59,9 +63,7 @@ func (p *Pool[T]) give() {
 		if q.freeHint.Load() == 0 {
 			continue
 		}
-		if windowHook != nil {
-			windowHook("give")
-		}
+		window("give")
 		lockPair(p, q)
 		if k := min(p.queue.len()-p.coming, q.free()); k > 0 {
 			move(p, q, k)
@@ -82,9 +84,7 @@ func (p *Pool[T]) await() bool {
 	if p.steal() {
 		return false
 	}
-	if windowHook != nil {
-		windowHook("idle")
-	}
+	window("idle")
 	p.idle++
 	p.note()
 	// A Submit that saw this goroutine busy publishes its spare items
@@ -112,9 +112,7 @@ func (p *Pool[T]) steal() bool {
 		return false
 	}
 	p.mu.Unlock()
-	if windowHook != nil {
-		windowHook("steal")
-	}
+	window("steal")
 	lockPair(p, v)
 	defer v.mu.Unlock()
 	if n := v.queue.len() - v.coming; n <= 0 { // none once closed
@@ -129,9 +127,8 @@ func (p *Pool[T]) steal() bool {
 
 // aged reports whether a goroutine of p has been in one item for half the
 // stall delay: p's items have waited as long, and may block as it does. A
-// thief takes one, so that none waits behind another in its batch for the
-// stall delay of a goroutine that starts only now
-// (TestGroupLateThiefTakesOne). Called with mu held.
+// thief takes one, so that none waits behind another for the stall delay
+// of a goroutine that starts only now. Called with mu held.
 func (p *Pool[T]) aged() bool {
 	now := time.Since(p.g.epoch)
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool {

@@ -16,7 +16,7 @@ type Pool[T any] struct {
 	index int       // in g.pools
 	size  int       // the pool's share of Workers
 
-	// mu guards the fields below up to lastLook, and those of the pool's
+	// mu guards the fields below up to watched, and those of the pool's
 	// workers said so. Items never run with mu held.
 	mu       sync.Mutex
 	work     sync.Cond // idle goroutines wait here for items
@@ -26,11 +26,11 @@ type Pool[T any] struct {
 	coming   int           // goroutines signalled or started, not back for items yet
 	stuck    int           // goroutines the watch found stuck, not back yet
 	workers  []*worker[T]  // the goroutines that run items
+	watch    *time.Timer   // looks at the pool while work waits; nil if manual
 	lastLook time.Duration // when the watch last looked, or was armed
+	watched  bool          // the watch is set or running: work waits
 
-	// Written with mu; the watch, and other pools' goroutines, read them
-	// without it. A stale hint costs a lock taken for nothing.
-	watched   atomic.Bool  // work waits: the watch looks at the pool
+	// Written with mu, read without it: a stale hint costs a lock taken.
 	spareHint atomic.Int64 // queued items no goroutine of the pool is coming for
 	freeHint  atomic.Int64 // the pool's free goroutines (see free)
 }
@@ -40,14 +40,12 @@ type Pool[T any] struct {
 // the items not claimed with one compare-and-swap, holding mu. next never
 // decreases: it is also the worker's progress marker.
 type worker[T any] struct {
-	// batch, base and end are written by the worker with mu held, and read
-	// by the worker without it, or by others with it.
-	batch   []T
-	base    int64        // next when the batch was taken: batch[i] is claim base+i
-	end     int64        // base + len(batch)
-	next    atomic.Int64 // the first claim not made
-	b       Batch        // the worker's own
-	touched uintptr      // the sum of Touch's results, so that the reads stay
+	// Written by the worker holding mu; read by it, or by others holding mu.
+	batch []T
+	base  int64        // next when the batch was taken: batch[i] is claim base+i
+	end   int64        // base + len(batch)
+	next  atomic.Int64 // the first claim not made
+	b     Batch        // the worker's own
 
 	// Guarded by the pool's mu.
 	goid   int64
@@ -75,12 +73,12 @@ func (w *worker[T]) takeBack(dst []T) []T {
 	return dst
 }
 
-// marker moves when the worker starts an item or takes a batch (which
-// starts its first item). Called with mu held.
+// marker moves when the worker starts an item, or takes a batch. Called
+// with mu held.
 func (w *worker[T]) marker() int64 { return max(w.next.Load(), w.base+1) }
 
-// Submit queues items to run, without blocking. Once the group is closed,
-// it queues nothing and reports false.
+// Submit queues items to run, without blocking, and reports true; once the
+// group is closed, false.
 func (p *Pool[T]) Submit(items ...T) bool {
 	p.mu.Lock()
 	if p.g.closed {
@@ -110,16 +108,14 @@ func (p *Pool[T]) wake() {
 	}
 }
 
-// arm has the watch look at the pool: work waits. Called with mu held, the
-// group open.
+// arm sets the watch to look at the pool, where work waits, a quarter of
+// the stall delay from now. Called with mu held, the group open.
 func (p *Pool[T]) arm() {
-	if !p.watched.Load() {
-		p.watched.Store(true)
+	if !p.watched && p.watch != nil {
+		p.watched = true
 		p.lastLook = time.Since(p.g.epoch)
-		select {
-		case p.g.kick <- struct{}{}:
-		default: // a look is due already, and will see watched
-		}
+		p.g.looks.Add(1)
+		p.watch.Reset(p.g.every)
 	}
 }
 
@@ -138,9 +134,9 @@ func (p *Pool[T]) has(id int64) bool {
 	return slices.ContainsFunc(p.workers, func(w *worker[T]) bool { return w.goid == id })
 }
 
-// take gives w its next batch from the queue, which must not be empty: its
-// share among the goroutines about to take from it, those of other pools
-// about to be given items included (see give). Called with mu held.
+// take gives w its next batch from the non-empty queue: its share among
+// the goroutines about to take from it, those of other pools that give
+// will hand items to included. Called with mu held.
 func (p *Pool[T]) take(w *worker[T]) {
 	takers := p.coming + 1
 	if q := p.queue.len(); q > takers {
@@ -195,22 +191,14 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 			p.take(w)
 		}
 		p.mu.Unlock()
-		if c.Touch != nil && !resume {
-			var sum uintptr
-			for _, v := range w.batch {
-				sum += c.Touch(v)
-			}
-			w.touched = sum
-		}
-		if c.Now != nil && !resume {
-			w.b.At = c.Now()
+		if c.Start != nil && !resume {
+			c.Start(w.batch, &w.b)
 		}
 		for v, ok := w.claim(); ok; v, ok = w.claim() {
 			p.g.call(v, &w.b)
-			// A goroutine that always finds work never blocks, so its
-			// processor runs no timers until it is preempted (10ms). A
-			// yield sends it to the back of the global run queue, which
-			// starves it on a busy CPU: so only when Yield says one is due.
+			// A goroutine that always finds work leaves its processor's
+			// timers until it is preempted (10ms); a yield starves it on a
+			// busy CPU, so only when Yield says one is due.
 			if ran++; ran%yieldEvery == 0 && (c.Yield == nil || c.Yield()) {
 				runtime.Gosched()
 			}
@@ -226,12 +214,16 @@ func (p *Pool[T]) loop(w *worker[T], resume bool) {
 }
 
 // close appends to left the items not started, and tells p's goroutines
-// to exit. Called by Shut, with every pool's mu held.
+// to exit. Called with every pool's mu held.
 func (p *Pool[T]) close(left []T) []T {
 	for _, w := range p.workers {
 		left = w.takeBack(left) // the caller's own batch too, when it is a worker
 	}
 	left = p.queue.pop(left, p.queue.len())
+	if p.watched && p.watch.Stop() {
+		p.watched = false
+		p.g.looks.Done()
+	} // else a look is running, and ends the watch: nothing waits now
 	p.idle = 0
 	p.note()
 	p.work.Broadcast()

@@ -6,29 +6,19 @@ import (
 	"time"
 )
 
-// watch looks at the pools that have work waiting, every quarter of the
-// stall delay and when a goroutine is due to be stuck, until Shut.
-func (g *Group[T]) watch() {
-	defer close(g.done)
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-g.kick:
-		case <-g.stop:
-			return
-		}
-		next := time.Duration(math.MaxInt64)
-		for _, p := range g.pools {
-			if p.watched.Load() {
-				next = min(next, p.look())
-			}
-		}
-		if next < math.MaxInt64 {
-			t.Reset(max(next-time.Since(g.epoch), minEvery))
-		}
+// see is the function of p's watch timer: it looks, and sets the timer
+// for the next look while work waits, holding mu, so that Shut, which
+// stops it holding mu, never misses a look set or running.
+func (p *Pool[T]) see() {
+	window("look")
+	p.mu.Lock()
+	if next := p.look(); next < math.MaxInt64 {
+		p.watch.Reset(max(next-time.Since(p.g.epoch), minEvery))
+		p.mu.Unlock()
+		return
 	}
+	p.mu.Unlock()
+	p.g.looks.Done()
 }
 
 // look finds p's goroutines stuck in one item, takes back the rest of
@@ -37,10 +27,9 @@ func (g *Group[T]) watch() {
 // closed). An item is taken to have started at the look before the one
 // that saw it started: never late, and early by at most a quarter of the
 // stall delay, so that items under three quarters of it are never stuck.
+// Called with mu held.
 func (p *Pool[T]) look() time.Duration {
 	g := p.g
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	now := time.Since(g.epoch)
 	next := now + g.every
 	var back []T
@@ -65,7 +54,7 @@ func (p *Pool[T]) look() time.Duration {
 	if p.queue.len() == 0 && !slices.ContainsFunc(p.workers, func(w *worker[T]) bool {
 		return w.busy && w.next.Load() < w.end
 	}) {
-		p.watched.Store(false) // nothing waits
+		p.watched = false // nothing waits
 		return math.MaxInt64
 	}
 	p.wake()

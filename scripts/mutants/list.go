@@ -286,7 +286,7 @@ var mutants = []mutant{
 		name: "watch-quarters-only", file: "internal/executor/watch.go",
 		old: "next = min(next, w.markAt+g.c.Stall)",
 		new: "_ = next",
-		why: "the watch wakes only a quarter of the stall delay after its last look, not when a goroutine is due to be stuck: late once another pool was armed",
+		why: "the watch looks only a quarter of the stall delay after its last look, not when a goroutine is due to be stuck: late by every look that came late",
 	},
 	{
 		name: "arm-stale-look", file: "internal/executor/pool.go",

@@ -28,7 +28,7 @@ import (
 var kinds = []struct{ name, fn string }{
 	{"wheel driver", "timingwheel.(*shard).drive"},
 	{"wheel worker", "internal/executor.(*Pool[...]).loop"},
-	{"wheel watch", "internal/executor.(*Pool[...]).watch"},
+	{"wheel watch", "internal/executor.(*Pool[...]).see"},
 	{"soak probe", "main.(*soakProbe).run"},
 	{"soak churner", "main.(*soakChurner)"},
 	{"soak sampler", "main.(*soakWatch).run"},
