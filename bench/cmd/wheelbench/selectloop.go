@@ -123,9 +123,7 @@ func runSelectLoop(e *Env, g, rounds int, timeout time.Duration) error {
 		return fmt.Errorf("%d timeouts fired, %d Resets found their timer not pending: the messages should always win (timeout %v)", to, np, timeout)
 	}
 	it := float64(total)
-	e.Add(Metric{Name: "ns/iter", Value: float64(s.wall) / it, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/iter", Value: float64(s.cpu) / it, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/iter", Value: float64(s.mallocs) / it, Kind: Decimal})
+	e.addPerOp(s, "iter", it)
 	e.Add(Metric{Name: "B/iter", Value: float64(s.bytes) / it, Kind: Decimal})
 	e.Add(Metric{Name: "GCs", Value: float64(s.gcs), Kind: Count})
 	e.Add(Metric{Name: "timeouts", Value: 0, Kind: Count})
