@@ -36,15 +36,8 @@ func init() {
 		},
 		Cases: func(p Profile) []Case {
 			msgs, timeout := selectLoopMsgs.Get(p), selectLoopTimeout.Get(p)
-			var cases []Case
-			for _, g := range selectLoopG.Get(p) {
-				cases = append(cases, Case{
-					Label: "G=" + formatCount(g),
-					X:     float64(g),
-					Run:   func(e *Env) error { return runSelectLoop(e, g, max(1, msgs/g), timeout) },
-				})
-			}
-			return cases
+			return countCases(selectLoopG.Get(p), func(g int) string { return "G=" + formatCount(g) },
+				func(e *Env, g int) error { return runSelectLoop(e, g, max(1, msgs/g), timeout) })
 		},
 	})
 }
