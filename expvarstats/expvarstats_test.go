@@ -39,10 +39,7 @@ func read(t *testing.T, name string, v any) {
 // move as timers fire and are stopped.
 func TestPublishTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err := timingwheel.New()
-		require.NoError(t, err)
-		defer st.Stop()
-		expvarstats.Publish("expvarstats_test_timer", st.Stats)
+		st := publishTimer(t, "expvarstats_test_timer")
 
 		type stats struct {
 			Pending               int
@@ -75,10 +72,7 @@ func TestPublishTimer(t *testing.T) {
 // lateness of every callback that ran.
 func TestPublishTimerExecutorLateness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err := timingwheel.New()
-		require.NoError(t, err)
-		defer st.Stop()
-		expvarstats.Publish("expvarstats_test_timer_lateness", st.Stats)
+		st := publishTimer(t, "expvarstats_test_timer_lateness")
 		for i := range 3 {
 			_, err := st.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
 			require.NoError(t, err)
@@ -95,9 +89,20 @@ func TestPublishTimerExecutorLateness(t *testing.T) {
 		read(t, "expvarstats_test_timer_lateness", &s)
 		assert.Equal(t, uint64(3), s.Fired)
 		assert.Equal(t, uint64(3), s.Lateness.Count, "the lateness of each callback")
-		_, err = time.ParseDuration(s.Lateness.P99)
+		_, err := time.ParseDuration(s.Lateness.P99)
 		assert.NoError(t, err, "p99 %q", s.Lateness.P99)
 	})
+}
+
+// publishTimer publishes the Stats of a new SystemTimer, stopped when the
+// test ends, as name.
+func publishTimer(t *testing.T, name string) *timingwheel.SystemTimer {
+	t.Helper()
+	st, err := timingwheel.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Stop() })
+	expvarstats.Publish(name, st.Stats)
+	return st
 }
 
 type op struct {

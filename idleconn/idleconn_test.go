@@ -199,13 +199,7 @@ func TestCutBoundsSynctest(t *testing.T) {
 						b := make([]byte, 1)
 						for j, g := range gaps {
 							time.Sleep(g)
-							var err error
-							if j%2 == 0 {
-								_, err = cli.Write(b)
-							} else {
-								_, err = cli.Read(b)
-							}
-							if err != nil {
+							if readOrWrite(cli, j%2 == 0, b) != nil {
 								return
 							}
 						}
@@ -217,13 +211,7 @@ func TestCutBoundsSynctest(t *testing.T) {
 						o := outcome{i: i, last: start}
 						b := make([]byte, 1)
 						for j := 0; ; j++ {
-							var err error
-							if j%2 == 0 {
-								_, err = c.Read(b)
-							} else {
-								_, err = c.Write(b)
-							}
-							if err != nil {
+							if err := readOrWrite(c, j%2 == 1, b); err != nil {
 								o.at, o.err = time.Now(), err
 								outcomes <- o
 								return

@@ -1,6 +1,7 @@
 package idleconn_test
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -25,4 +26,15 @@ func newTimer(t testing.TB, opts ...timingwheel.Option) *timingwheel.SystemTimer
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Stop() })
 	return st
+}
+
+// readOrWrite writes b to c if write, else reads into it.
+func readOrWrite(c net.Conn, write bool, b []byte) error {
+	var err error
+	if write {
+		_, err = c.Write(b)
+	} else {
+		_, err = c.Read(b)
+	}
+	return err
 }

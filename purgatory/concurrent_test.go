@@ -28,45 +28,75 @@ import (
 // concTimeout bounds a child process: a hang fails the test then.
 const concTimeout = 2 * time.Minute
 
-// concKeys is the number of keys the operations share.
-const concKeys = 8
+// numKeys is the number of keys the operations share, in both suites.
+const numKeys = 8
 
 // concOp completes once need events have happened on its keys since it was
 // submitted. It counts its calls and notices the calls that break the
 // order the purgatory promises.
 type concOp struct {
 	Op
-	keys     []int
-	events   *[concKeys]atomic.Int64
-	baseline int64
-	need     int64
-	start    time.Time     // a clock reading before TryCompleteElseWatch
-	done     chan struct{} // closed by the first OnComplete
+	keyWatch
+	tryGuard
+	start time.Time     // a clock reading before TryCompleteElseWatch
+	done  chan struct{} // closed by the first OnComplete
 
 	tries, completes, expirations atomic.Int32
-	inTry                         atomic.Int32
-	overlap, endDuringTry, early  atomic.Bool
+	endDuringTry, early           atomic.Bool
 	completeBeforeExpire          atomic.Bool
 	canceled                      atomic.Bool  // returned by CancelForKey
 	closedOut                     atomic.Int32 // times Close returned it
 	refused                       bool         // TryCompleteElseWatch returned an error
 }
 
-func (o *concOp) seen() int64 {
+// keyWatch is what the operations of both suites share: the keys an
+// operation is watched on, the events counted on every key, and how many
+// it needs after baseline, the count on its keys when it was submitted.
+type keyWatch struct {
+	keys     []int
+	events   *[numKeys]atomic.Int64
+	baseline int64
+	need     int64
+}
+
+func (w *keyWatch) seen() int64 {
 	n := int64(0)
-	for _, k := range o.keys {
-		n += o.events[k].Load()
+	for _, k := range w.keys {
+		n += w.events[k].Load()
 	}
 	return n
 }
 
-func (o *concOp) TryComplete() bool {
-	if o.inTry.Add(1) != 1 {
-		o.overlap.Store(true)
+// ready reports whether need events have happened since baseline.
+func (w *keyWatch) ready() bool { return w.seen()-w.baseline >= w.need }
+
+// randomKeys returns one to three keys, drawn from rng.
+func randomKeys(rng *rand.Rand) []int {
+	return []int{rng.IntN(numKeys), rng.IntN(numKeys), rng.IntN(numKeys)}[:1+rng.IntN(3)]
+}
+
+// event counts an event on a key drawn from rng, and returns the key.
+func event(rng *rand.Rand, events *[numKeys]atomic.Int64) int {
+	k := rng.IntN(numKeys)
+	events[k].Add(1)
+	return k
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
-	defer o.inTry.Add(-1)
+}
+
+func (o *concOp) TryComplete() bool {
+	o.enterTry()
+	defer o.exitTry()
 	o.tries.Add(1)
-	if o.seen()-o.baseline < o.need {
+	if !o.ready() {
 		return false
 	}
 	return o.ForceComplete()
@@ -151,7 +181,7 @@ func purgatoryRound(t *testing.T, closeRaces bool, seed uint64) {
 	if raceEnabled {
 		perSubmitter = 150
 	}
-	var events [concKeys]atomic.Int64
+	var events [numKeys]atomic.Int64
 	var mu sync.Mutex
 	var ops []*concOp      // guarded by mu
 	var closed atomic.Bool // set before Close is called: ErrClosed is expected from then on
@@ -163,13 +193,11 @@ func purgatoryRound(t *testing.T, closeRaces bool, seed uint64) {
 		submitters.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(s)))
 			for range perSubmitter {
-				keys := []int{rng.IntN(concKeys), rng.IntN(concKeys), rng.IntN(concKeys)}[:1+rng.IntN(3)]
+				keys := randomKeys(rng)
 				o := &concOp{
-					Op:     Op{Timeout: time.Duration(rng.IntN(5000)) * time.Microsecond},
-					keys:   keys,
-					events: &events,
-					need:   int64(rng.IntN(40)),
-					done:   make(chan struct{}),
+					Op:       Op{Timeout: time.Duration(rng.IntN(5000)) * time.Microsecond},
+					keyWatch: keyWatch{keys: keys, events: &events, need: int64(rng.IntN(40))},
+					done:     make(chan struct{}),
 				}
 				o.baseline = o.seen()
 				o.start = time.Now()
@@ -191,14 +219,8 @@ func purgatoryRound(t *testing.T, closeRaces bool, seed uint64) {
 	for w := range 4 {
 		workers.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, 10+uint64(w)))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := rng.IntN(concKeys)
-				events[k].Add(1)
+			for !stopped(stop) {
+				k := event(rng, &events)
 				if _, err := p.CheckAndComplete(k); err != nil && (err != ErrClosed || !closed.Load()) {
 					t.Errorf("CheckAndComplete: %v", err)
 				}
@@ -323,41 +345,27 @@ func purgatoryRound(t *testing.T, closeRaces bool, seed uint64) {
 
 // ---- in a synctest bubble ----
 
-const stressKeys = 8
-
 // stressOp completes once need events have happened on its keys since it
 // was submitted. It counts how it ended: wins are the ForceComplete calls
 // that returned true, whoever made them. It notices a TryComplete that
 // runs while or after OnExpiration or OnComplete does.
 type stressOp struct {
 	Op
-	keys     []int
-	events   *[stressKeys]atomic.Int64
-	baseline int64
-	need     int64
-	start    time.Time
-	ended    *sync.WaitGroup
+	keyWatch
+	tryGuard
+	start time.Time
+	ended *sync.WaitGroup
 
 	wins, completes, expirations atomic.Int32
-	early, overlap, afterEnd     atomic.Bool
-	inTry, ending                atomic.Int32
-}
-
-func (o *stressOp) seen() int64 {
-	n := int64(0)
-	for _, k := range o.keys {
-		n += o.events[k].Load()
-	}
-	return n
+	early, afterEnd              atomic.Bool
+	ending                       atomic.Int32
 }
 
 func (o *stressOp) TryComplete() bool {
-	if o.inTry.Add(1) != 1 {
-		o.overlap.Store(true)
-	}
-	defer o.inTry.Add(-1)
+	o.enterTry()
+	defer o.exitTry()
 	o.checkNotEnded()
-	if o.seen()-o.baseline < o.need {
+	if !o.ready() {
 		return false
 	}
 	done := o.win()
@@ -424,7 +432,7 @@ func stress(t *testing.T, opts ...Option) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		p := newP[int](t, append([]Option{WithPurgeInterval(50)}, opts...)...)
-		var events [stressKeys]atomic.Int64
+		var events [numKeys]atomic.Int64
 		var ended sync.WaitGroup
 		ended.Add(n)
 		ops := make([]*stressOp, n)
@@ -437,14 +445,12 @@ func stress(t *testing.T, opts ...Option) {
 			defer close(submitted)
 			rng := rand.New(rand.NewPCG(1, 1))
 			for i := range ops {
-				keys := []int{rng.IntN(stressKeys), rng.IntN(stressKeys), rng.IntN(stressKeys)}[:1+rng.IntN(3)]
+				keys := randomKeys(rng)
 				op := &stressOp{
-					Op:     Op{Timeout: time.Duration(rng.IntN(30)) * time.Millisecond},
-					keys:   keys,
-					events: &events,
-					need:   int64(rng.IntN(60)),
-					start:  time.Now(),
-					ended:  &ended,
+					Op:       Op{Timeout: time.Duration(rng.IntN(30)) * time.Millisecond},
+					keyWatch: keyWatch{keys: keys, events: &events, need: int64(rng.IntN(60))},
+					start:    time.Now(),
+					ended:    &ended,
 				}
 				op.baseline = op.seen()
 				ops[i] = op
@@ -464,14 +470,8 @@ func stress(t *testing.T, opts ...Option) {
 		for w := range 6 {
 			workers.Go(func() {
 				rng := rand.New(rand.NewPCG(2, uint64(w)))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					k := rng.IntN(stressKeys)
-					events[k].Add(1)
+				for !stopped(stop) {
+					k := event(rng, &events)
 					if _, err := p.CheckAndComplete(k); err != nil {
 						t.Error(err)
 					}
@@ -543,7 +543,7 @@ func stress(t *testing.T, opts ...Option) {
 		assert.Less(t, expired, n, "every operation expired: the test does not test completion")
 		assert.Zero(t, p.NumDelayed())
 		checkInvariants(t, p)
-		for k := range stressKeys {
+		for k := range numKeys {
 			_, err := p.CheckAndComplete(k)
 			require.NoError(t, err)
 		}

@@ -47,9 +47,9 @@ type testOp struct {
 	completeHook func()
 	expireHook   func()
 
+	tryGuard
+
 	tries, completes, expirations atomic.Int32
-	inTry                         atomic.Int32
-	overlap                       atomic.Bool // two TryComplete calls ran at once
 	tryAfterEnd                   atomic.Bool // TryComplete ran on after OnExpiration or OnComplete started
 	endDuringTry                  atomic.Bool // OnExpiration or OnComplete started while TryComplete ran
 	expiredFirst                  atomic.Bool // OnComplete found OnExpiration done
@@ -59,11 +59,26 @@ func newOp(timeout time.Duration) *testOp {
 	return &testOp{Op: Op{Timeout: timeout}}
 }
 
-func (o *testOp) TryComplete() bool {
-	if o.inTry.Add(1) != 1 {
-		o.overlap.Store(true)
+// tryGuard notices overlapping TryComplete calls of an operation: inTry
+// counts the calls running, overlap notes two at once.
+type tryGuard struct {
+	inTry   atomic.Int32
+	overlap atomic.Bool
+}
+
+// enterTry counts a TryComplete in, noting an overlap with another; the
+// caller defers exitTry.
+func (g *tryGuard) enterTry() {
+	if g.inTry.Add(1) != 1 {
+		g.overlap.Store(true)
 	}
-	defer o.inTry.Add(-1)
+}
+
+func (g *tryGuard) exitTry() { g.inTry.Add(-1) }
+
+func (o *testOp) TryComplete() bool {
+	o.enterTry()
+	defer o.exitTry()
 	n := o.tries.Add(1)
 	ready := o.ready.Load()
 	if o.tryHook != nil {

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"reflect"
 
 	"golang.org/x/tools/go/types/typeutil"
 )
@@ -543,25 +544,12 @@ func (m *migrator) unifyStructs(a, b types.Type, depth int) {
 		return // the same named type: the same fields
 	}
 	switch x := a.(type) {
-	case *types.Pointer:
-		if y, ok := b.Underlying().(*types.Pointer); ok {
-			m.unifyStructs(x.Elem(), y.Elem(), depth+1)
-		}
-	case *types.Slice:
-		if y, ok := b.Underlying().(*types.Slice); ok {
-			m.unifyStructs(x.Elem(), y.Elem(), depth+1)
-		}
-	case *types.Array:
-		if y, ok := b.Underlying().(*types.Array); ok {
-			m.unifyStructs(x.Elem(), y.Elem(), depth+1)
-		}
-	case *types.Map:
-		if y, ok := b.Underlying().(*types.Map); ok {
-			m.unifyStructs(x.Elem(), y.Elem(), depth+1)
-		}
-	case *types.Chan:
-		if y, ok := b.Underlying().(*types.Chan); ok {
-			m.unifyStructs(x.Elem(), y.Elem(), depth+1)
+	case *types.Pointer, *types.Slice, *types.Array, *types.Map, *types.Chan:
+		// A container: where b is one of the same kind, their element
+		// types (a map's values) flow one into the other.
+		type container interface{ Elem() types.Type }
+		if y := b.Underlying(); reflect.TypeOf(y) == reflect.TypeOf(x) {
+			m.unifyStructs(x.(container).Elem(), y.(container).Elem(), depth+1)
 		}
 	case *types.Struct:
 		y, ok := b.Underlying().(*types.Struct)

@@ -23,12 +23,7 @@ type K8s struct {
 
 // NewK8s returns a K8s clock whose timers run on st, or on
 // timingwheel.Default if st is nil.
-func NewK8s(st *timingwheel.SystemTimer) *K8s {
-	if st == nil {
-		st = timingwheel.Default()
-	}
-	return &K8s{st: st}
-}
+func NewK8s(st *timingwheel.SystemTimer) *K8s { return &K8s{st: orDefault(st)} }
 
 // Now returns time.Now().
 func (c *K8s) Now() time.Time { return time.Now() }
@@ -70,11 +65,15 @@ type Clockwork struct {
 
 // NewClockwork returns a Clockwork clock whose timers run on st, or on
 // timingwheel.Default if st is nil.
-func NewClockwork(st *timingwheel.SystemTimer) *Clockwork {
+func NewClockwork(st *timingwheel.SystemTimer) *Clockwork { return &Clockwork{st: orDefault(st)} }
+
+// orDefault is st, or timingwheel.Default if st is nil: the SystemTimer
+// both adapters' constructors take.
+func orDefault(st *timingwheel.SystemTimer) *timingwheel.SystemTimer {
 	if st == nil {
-		st = timingwheel.Default()
+		return timingwheel.Default()
 	}
-	return &Clockwork{st: st}
+	return st
 }
 
 // After is the SystemTimer's After: its timer stays pending until it fires;

@@ -83,11 +83,12 @@ func notRan(t *testing.T, what string, done <-chan struct{}) {
 	}
 }
 
-// due fails the test unless v is at, and now within a tick of, start+d:
-// a timer's value is the time it was due, delivered never early and at
-// most a tick late.
-func due(t *testing.T, what string, v, start time.Time, d time.Duration) {
+// due receives from c (as recv) and fails the test unless the value is
+// at, and now within a tick of, start+d: a timer's value is the time it
+// was due, delivered never early and at most a tick late.
+func due(t *testing.T, what string, c <-chan time.Time, start time.Time, d time.Duration) {
 	t.Helper()
+	v := recv(t, what, c)
 	if got := v.Sub(start); got != d {
 		t.Errorf("%s: value is start+%v, want start+%v", what, got, d)
 	}

@@ -63,6 +63,22 @@ func (s scraped) check(t *testing.T, what string, want map[string]float64) {
 	}
 }
 
+// hist returns the named histogram, failing the test if it was not
+// scraped.
+func (s scraped) hist(t *testing.T, name string) *dto.Histogram {
+	t.Helper()
+	h := s.hists[name]
+	require.NotNil(t, h, "%s not scraped", name)
+	return h
+}
+
+// registry returns a pedantic registry that holds c.
+func registry(c prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	return reg
+}
+
 func newTimer(t *testing.T, opts ...timingwheel.Option) *timingwheel.SystemTimer {
 	t.Helper()
 	st, err := timingwheel.New(opts...)
@@ -76,8 +92,7 @@ func newTimer(t *testing.T, opts ...timingwheel.Option) *timingwheel.SystemTimer
 func TestTimerCollector(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newTimer(t, timingwheel.WithMaxPending(4))
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(twprom.NewTimerCollector(st))
+		reg := registry(twprom.NewTimerCollector(st))
 		s := scrape(t, reg)
 		s.check(t, "new", map[string]float64{
 			"timingwheel_timers_pending":     0,
@@ -85,7 +100,7 @@ func TestTimerCollector(t *testing.T) {
 			"timingwheel_timers_fired_total": 0,
 			"timingwheel_wheel_levels":       1,
 		})
-		require.Contains(t, s.hists, "timingwheel_callback_lateness_seconds")
+		s.hist(t, "timingwheel_callback_lateness_seconds")
 
 		var fired sync.WaitGroup
 		fired.Add(2)
@@ -126,8 +141,7 @@ func TestTimerCollectorExecutor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		panicked := make(chan any, 1)
 		st := newTimer(t, timingwheel.WithWorkers(3), timingwheel.WithPanicHandler(func(v any) { panicked <- v }))
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(twprom.NewTimerCollector(st))
+		reg := registry(twprom.NewTimerCollector(st))
 		scrape(t, reg).check(t, "new", map[string]float64{
 			"timingwheel_executor_workers":      3,
 			"timingwheel_executor_backlog":      0,
@@ -149,8 +163,7 @@ func TestTimerCollectorExecutor(t *testing.T) {
 			"timingwheel_executor_backlog":      0,
 			"timingwheel_executor_workers":      3,
 		})
-		h := s.hists["timingwheel_callback_lateness_seconds"]
-		require.NotNil(t, h)
+		h := s.hist(t, "timingwheel_callback_lateness_seconds")
 		assert.Equal(t, uint64(6), h.GetSampleCount(), "a lateness per callback run")
 		// In the bubble no time passes while goroutines run: each
 		// callback starts within a tick of its deadline.
@@ -170,8 +183,7 @@ func TestPurgatoryCollector(t *testing.T) {
 		p, err := purgatory.New[string](purgatory.WithPurgeInterval(0))
 		require.NoError(t, err)
 		defer p.Close()
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(twprom.NewPurgatoryCollector(p))
+		reg := registry(twprom.NewPurgatoryCollector(p))
 		scrape(t, reg).check(t, "new", map[string]float64{
 			"purgatory_delayed_operations":         0,
 			"purgatory_watched_entries":            0,
@@ -203,8 +215,7 @@ func TestPurgatoryCollector(t *testing.T) {
 			"purgatory_operations_expired_total":   1,
 			"purgatory_purged_entries_total":       4,
 		})
-		h := s.hists["purgatory_expiry_lateness_seconds"]
-		require.NotNil(t, h)
+		h := s.hist(t, "purgatory_expiry_lateness_seconds")
 		assert.Equal(t, uint64(1), h.GetSampleCount())
 		assert.Less(t, h.GetSampleSum(), 0.002, "late by more than the tick")
 	})

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"flag"
 	"testing"
 	"time"
 
+	"github.com/go-timingwheel/timingwheel/examples/internal/runtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,12 +16,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // that no fast request reaches it, however loaded the machine: exactly the
 // slow ones time out.
 func TestRun(t *testing.T) {
-	var out bytes.Buffer
-	results, err := run(context.Background(), []string{
-		"-n", "40", "-c", "4", "-timeout", "1s", "-slow-every", "10", "-warmup", "4", "-maxtime", "1m",
-	}, &out)
-	require.NoError(t, err)
-	t.Log("\n" + out.String())
+	results, out := runtest.Run(t, run,
+		"-n", "40", "-c", "4", "-timeout", "1s", "-slow-every", "10", "-warmup", "4", "-maxtime", "1m")
 	require.Len(t, results, 2)
 	for i, name := range []string{"httptimeout.New (wheel)", "http.TimeoutHandler (stdlib)"} {
 		r := results[i]
@@ -39,42 +33,34 @@ func TestRun(t *testing.T) {
 		assert.GreaterOrEqual(t, r.late, time.Second, "a 503 comes no earlier than the limit")
 		assert.LessOrEqual(t, r.late, r.p99)
 		assert.Positive(t, r.cpu)
-		assert.Contains(t, out.String(), name)
+		assert.Contains(t, out, name)
 	}
-	assert.Contains(t, out.String(), "CPU per request, wheel / stdlib: ")
+	assert.Contains(t, out, "CPU per request, wheel / stdlib: ")
 }
 
 // TestRunMaxTime: the run stops at -maxtime however many requests are left.
 func TestRunMaxTime(t *testing.T) {
-	var out bytes.Buffer
 	start := time.Now()
-	results, err := run(context.Background(), []string{
-		"-n", "1000000", "-c", "2", "-timeout", "1h", "-slow-every", "1", "-warmup", "0", "-maxtime", "200ms",
-	}, &out)
-	require.NoError(t, err)
+	results, out := runtest.Run(t, run,
+		"-n", "1000000", "-c", "2", "-timeout", "1h", "-slow-every", "1", "-warmup", "0", "-maxtime", "200ms")
 	assert.Less(t, time.Since(start), 10*time.Second)
 	require.Len(t, results, 2)
 	for _, r := range results {
 		assert.True(t, r.cut)
 		assert.Zero(t, r.sent, "every request waits for the 1h limit: none completes")
 	}
-	assert.Contains(t, out.String(), "cut short by -maxtime")
+	assert.Contains(t, out, "cut short by -maxtime")
 }
 
 func TestRunBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-n", "0"},
-		{"-c", "-1"},
-		{"-timeout", "0s"},
-		{"-slow-every", "-1"},
-		{"extra"},
-		{"-nope"},
-	} {
-		_, err := run(context.Background(), args, &bytes.Buffer{})
-		assert.Error(t, err, "%q", args)
-	}
-	_, err := run(context.Background(), []string{"-h"}, &bytes.Buffer{})
-	assert.ErrorIs(t, err, flag.ErrHelp)
+	runtest.BadFlags(t, run,
+		[]string{"-n", "0"},
+		[]string{"-c", "-1"},
+		[]string{"-timeout", "0s"},
+		[]string{"-slow-every", "-1"},
+		[]string{"extra"},
+		[]string{"-nope"},
+	)
 }
 
 func TestPercentile(t *testing.T) {

@@ -2,11 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"flag"
 	"testing"
 	"time"
 
+	"github.com/go-timingwheel/timingwheel/examples/internal/runtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -26,12 +25,9 @@ func TestRun(t *testing.T) {
 		{"-close=false"},
 	} {
 		t.Run(fmtArgs(args), func(t *testing.T) {
-			var out bytes.Buffer
-			rep, err := run(context.Background(), append([]string{
+			rep, out := runtest.Run(t, run, append([]string{
 				"-clients", "7", "-msgs", "4", "-every", "30ms", "-idle-every", "3", "-idle", idle.String(), "-maxtime", "1m",
-			}, args...), &out)
-			require.NoError(t, err)
-			t.Log("\n" + out.String())
+			}, args...)...)
 			require.Len(t, rep.results, 7)
 			for _, r := range rep.results {
 				assert.NoError(t, r.err, "client %d", r.client)
@@ -48,9 +44,9 @@ func TestRun(t *testing.T) {
 			assert.Equal(t, 5, rep.closedByClient)
 			assert.Equal(t, 2, rep.cutIdle)
 			assert.Zero(t, rep.otherErrs)
-			assert.Contains(t, out.String(), "client 3  idle    1 echoed; cut by the server ")
-			assert.Contains(t, out.String(), "client 1  active  4 echoed; hung up")
-			assert.Contains(t, out.String(), "server: 5 connections closed by their clients, 2 cut after 500ms idle, 0 other errors")
+			assert.Contains(t, out, "client 3  idle    1 echoed; cut by the server ")
+			assert.Contains(t, out, "client 1  active  4 echoed; hung up")
+			assert.Contains(t, out, "server: 5 connections closed by their clients, 2 cut after 500ms idle, 0 other errors")
 		})
 	}
 }
@@ -69,12 +65,8 @@ func fmtArgs(args []string) string {
 // TestRunMaxTime: the clients are bounded by -maxtime, however long the
 // idle timeout.
 func TestRunMaxTime(t *testing.T) {
-	var out bytes.Buffer
 	start := time.Now()
-	rep, err := run(context.Background(), []string{
-		"-clients", "2", "-idle-every", "1", "-idle", "1h", "-maxtime", "200ms",
-	}, &out)
-	require.NoError(t, err)
+	rep, _ := runtest.Run(t, run, "-clients", "2", "-idle-every", "1", "-idle", "1h", "-maxtime", "200ms")
 	assert.Less(t, time.Since(start), 10*time.Second)
 	for _, r := range rep.results {
 		assert.Error(t, r.err, "client %d: the server cut nothing: the client gives up at -maxtime", r.client)
@@ -84,20 +76,15 @@ func TestRunMaxTime(t *testing.T) {
 }
 
 func TestRunBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"-clients", "0"},
-		{"-msgs", "0"},
-		{"-idle-every", "-1"},
-		{"-idle", "0s"},
-		{"-every", "-1s"},
-		{"-slack", "-1ms"},
-		{"-maxtime", "0s"},
-		{"extra"},
-		{"-nope"},
-	} {
-		_, err := run(context.Background(), args, &bytes.Buffer{})
-		assert.Error(t, err, "%q", args)
-	}
-	_, err := run(context.Background(), []string{"-h"}, &bytes.Buffer{})
-	assert.ErrorIs(t, err, flag.ErrHelp)
+	runtest.BadFlags(t, run,
+		[]string{"-clients", "0"},
+		[]string{"-msgs", "0"},
+		[]string{"-idle-every", "-1"},
+		[]string{"-idle", "0s"},
+		[]string{"-every", "-1s"},
+		[]string{"-slack", "-1ms"},
+		[]string{"-maxtime", "0s"},
+		[]string{"extra"},
+		[]string{"-nope"},
+	)
 }

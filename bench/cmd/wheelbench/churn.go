@@ -77,9 +77,7 @@ func runChurn(e *Env, n, pairs int) error {
 		e.Warn("setup and pairs took %v: the first pending timers were due during the pairs", (setupSpan.wall + s.wall).Round(time.Second))
 	}
 	p := float64(pairs)
-	e.Add(Metric{Name: "ns/pair", Value: float64(s.wall) / p, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/pair", Value: float64(s.cpu) / p, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/pair", Value: float64(s.mallocs) / p, Kind: Decimal})
+	e.addPerOp(s, "pair", p)
 	e.Add(Metric{Name: "B/pair", Value: float64(s.bytes) / p, Kind: Decimal})
 	e.Add(Metric{Name: "setup", Value: float64(setupSpan.wall) / float64(n), Kind: Duration})
 	return nil

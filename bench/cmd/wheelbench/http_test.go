@@ -38,11 +38,7 @@ func TestHTTPRun(t *testing.T) {
 				if got, _ := r.metric("timed out"); got != want {
 					t.Errorf("timed out = %v, want %v", got, want)
 				}
-				for _, m := range []string{"req/s", "p99", "CPU/req", "ctx p50"} {
-					if v, ok := r.metric(m); !ok || v <= 0 {
-						t.Errorf("%s = %v, %v", m, v, ok)
-					}
-				}
+				checkPositive(t, &r, "req/s", "p99", "CPU/req", "ctx p50")
 				g, ok := r.metric("goroutines/req")
 				if !ok || g < 0 {
 					t.Errorf("goroutines/req = %v, %v", g, ok)
@@ -60,6 +56,16 @@ func TestHTTPRun(t *testing.T) {
 	t.Logf("layered case, goroutines/req: %v", goroutines)
 	if w, rt := goroutines[timingwheelSpec.Name], goroutines[runtimeSpec.Name]; w > rt+0.5 {
 		t.Errorf("layered case: %.2f goroutines/req with the wheel, %.2f with context.WithTimeout", w, rt)
+	}
+}
+
+// checkPositive fails the test unless r has each of the metrics, above 0.
+func checkPositive(t *testing.T, r *Result, metrics ...string) {
+	t.Helper()
+	for _, m := range metrics {
+		if v, ok := r.metric(m); !ok || v <= 0 {
+			t.Errorf("%s = %v, %v", m, v, ok)
+		}
 	}
 }
 

@@ -41,11 +41,7 @@ func TestIdleConnsRun(t *testing.T) {
 				if got, _ := r.metric("conns"); got != 20 {
 					t.Errorf("conns = %v, want 20", got)
 				}
-				for _, m := range []string{"msgs/s", "CPU/msg", "late max"} {
-					if v, ok := r.metric(m); !ok || v <= 0 {
-						t.Errorf("%s = %v, %v", m, v, ok)
-					}
-				}
+				checkPositive(t, &r, "msgs/s", "CPU/msg", "late max")
 				if v, ok := r.metric("late min"); !ok || v < 0 {
 					t.Errorf("late min = %v, %v", v, ok)
 				}

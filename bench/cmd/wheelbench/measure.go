@@ -92,3 +92,12 @@ func gcCPU() time.Duration {
 	}
 	return time.Duration(s[0].Value.Float64() * 1e9)
 }
+
+// addPerOp adds the span's wall time, CPU time and allocations per
+// operation, for ops operations called unit: the metrics "ns/unit",
+// "CPU ns/unit" and "allocs/unit", in that order.
+func (e *Env) addPerOp(s span, unit string, ops float64) {
+	e.Add(Metric{Name: "ns/" + unit, Value: float64(s.wall) / ops, Kind: Decimal, Ratio: true})
+	e.Add(Metric{Name: "CPU ns/" + unit, Value: float64(s.cpu) / ops, Kind: Decimal, Ratio: true})
+	e.Add(Metric{Name: "allocs/" + unit, Value: float64(s.mallocs) / ops, Kind: Decimal})
+}

@@ -299,9 +299,7 @@ func runParallel(e *Env, op parallelOp, k, ops, own int, atOne map[[2]string]flo
 
 	n := float64(per * k)
 	ns := float64(s.wall) / n
-	e.Add(Metric{Name: "ns/op", Value: ns, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/op", Value: float64(s.cpu) / n, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/op", Value: float64(s.mallocs) / n, Kind: Decimal})
+	e.addPerOp(s, "op", n)
 	e.Add(Metric{Name: "CPUs used", Value: float64(s.cpu) / float64(s.wall), Kind: Decimal})
 	key := [2]string{op.name, e.Spec.Name}
 	if _, ok := atOne[key]; !ok && k == 1 {

@@ -142,9 +142,7 @@ func runRearm(e *Env, n, ops int) error {
 		return err
 	}
 	o, po := float64(ops), float64(ops/procs*procs)
-	e.Add(Metric{Name: "ns/Reset", Value: float64(s.wall) / o, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/Reset", Value: float64(s.cpu) / o, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/Reset", Value: float64(s.mallocs) / o, Kind: Decimal})
+	e.addPerOp(s, "Reset", o)
 	e.Add(Metric{Name: "par ns/Reset", Value: float64(ps.wall) / po, Kind: Decimal, Ratio: true})
 	e.Add(Metric{Name: "par CPU ns/Reset", Value: float64(ps.cpu) / po, Kind: Decimal, Ratio: true})
 	return nil
@@ -178,10 +176,7 @@ func runReuse(e *Env, n, pairs int) error {
 	if err := e.CheckPending(n); err != nil {
 		return err
 	}
-	p := float64(pairs)
-	e.Add(Metric{Name: "ns/pair", Value: float64(s.wall) / p, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/pair", Value: float64(s.cpu) / p, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/pair", Value: float64(s.mallocs) / p, Kind: Decimal})
+	e.addPerOp(s, "pair", float64(pairs))
 	return nil
 }
 

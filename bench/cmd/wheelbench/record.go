@@ -180,11 +180,7 @@ type resultRecord struct {
 // appendFigures appends the cases of wl to the file at path, one JSON
 // object a line.
 func appendFigures(path, wl string, cases []CaseResult) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
+	var recs []caseRecord
 	for _, cr := range cases {
 		rec := caseRecord{Workload: wl, Case: cr.Case.Label}
 		for _, r := range cr.Results {
@@ -194,34 +190,24 @@ func appendFigures(path, wl string, cases []CaseResult) error {
 			}
 			rec.Results = append(rec.Results, rr)
 		}
-		if err := enc.Encode(rec); err != nil {
-			f.Close()
-			return err
-		}
+		recs = append(recs, rec)
 	}
-	return f.Close()
+	return appendJSONLines(path, recs)
 }
 
 // readFigures reads what appendFigures wrote, workload by workload in the
 // order they came. A file that was never written (a child that failed
 // first) holds no workload.
 func readFigures(path string) ([]workloadCases, error) {
-	f, err := os.Open(path)
+	recs, err := readJSONLines[caseRecord](path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var wls []workloadCases
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var rec caseRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, err
-		}
+	for _, rec := range recs {
 		if len(wls) == 0 || wls[len(wls)-1].Name != rec.Workload {
 			wls = append(wls, workloadCases{Name: rec.Workload})
 		}
@@ -236,7 +222,44 @@ func readFigures(path string) ([]workloadCases, error) {
 		wl := &wls[len(wls)-1]
 		wl.Cases = append(wl.Cases, cr)
 	}
-	return wls, sc.Err()
+	return wls, nil
+}
+
+// appendJSONLines appends vs to the file at path, one JSON object a line:
+// how a child process hands what it measured and judged to its parent.
+func appendJSONLines[T any](path string, vs []T) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// readJSONLines reads what appendJSONLines wrote to path, in order.
+func readJSONLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var vs []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, sc.Err()
 }
 
 // readmeFigures are the figures of each workload that the README's table

@@ -198,10 +198,16 @@ func parseCounts(s string) ([]int, error) {
 // sizeCases returns a case for each count n of ns, labelled N=n and
 // charted at n, that runs run(e, n).
 func sizeCases(ns []int, run func(e *Env, n int) error) []Case {
+	return countCases(ns, func(n int) string { return "N=" + formatCount(n) }, run)
+}
+
+// countCases returns a case per count in ns, labelled label(n), at n on
+// the charts.
+func countCases(ns []int, label func(n int) string, run func(e *Env, n int) error) []Case {
 	cases := make([]Case, 0, len(ns))
 	for _, n := range ns {
 		cases = append(cases, Case{
-			Label: "N=" + formatCount(n),
+			Label: label(n),
 			X:     float64(n),
 			Run:   func(e *Env) error { return run(e, n) },
 		})

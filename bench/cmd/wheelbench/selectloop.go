@@ -36,15 +36,8 @@ func init() {
 		},
 		Cases: func(p Profile) []Case {
 			msgs, timeout := selectLoopMsgs.Get(p), selectLoopTimeout.Get(p)
-			var cases []Case
-			for _, g := range selectLoopG.Get(p) {
-				cases = append(cases, Case{
-					Label: "G=" + formatCount(g),
-					X:     float64(g),
-					Run:   func(e *Env) error { return runSelectLoop(e, g, max(1, msgs/g), timeout) },
-				})
-			}
-			return cases
+			return countCases(selectLoopG.Get(p), func(g int) string { return "G=" + formatCount(g) },
+				func(e *Env, g int) error { return runSelectLoop(e, g, max(1, msgs/g), timeout) })
 		},
 	})
 }
@@ -123,9 +116,7 @@ func runSelectLoop(e *Env, g, rounds int, timeout time.Duration) error {
 		return fmt.Errorf("%d timeouts fired, %d Resets found their timer not pending: the messages should always win (timeout %v)", to, np, timeout)
 	}
 	it := float64(total)
-	e.Add(Metric{Name: "ns/iter", Value: float64(s.wall) / it, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "CPU ns/iter", Value: float64(s.cpu) / it, Kind: Decimal, Ratio: true})
-	e.Add(Metric{Name: "allocs/iter", Value: float64(s.mallocs) / it, Kind: Decimal})
+	e.addPerOp(s, "iter", it)
 	e.Add(Metric{Name: "B/iter", Value: float64(s.bytes) / it, Kind: Decimal})
 	e.Add(Metric{Name: "GCs", Value: float64(s.gcs), Kind: Count})
 	e.Add(Metric{Name: "timeouts", Value: 0, Kind: Count})

@@ -69,8 +69,13 @@ func TestSoakChecker(t *testing.T) {
 	const slots = 8
 	c := newSoakChecker(slots, time.Millisecond, 10*time.Millisecond)
 	want := [numSoakViolations]int64{}
-	check := func(step string) {
+	// check counts one more of each violation the step should flag, then
+	// compares every count.
+	check := func(step string, flagged ...soakViolation) {
 		t.Helper()
+		for _, v := range flagged {
+			want[v]++
+		}
 		for k := range want {
 			if got := c.counts[k].Load(); got != want[k] {
 				t.Fatalf("%s: %d %q, want %d; examples: %q", step, got, soakViolationNames[k], want[k], c.examples[k])
@@ -89,42 +94,34 @@ func TestSoakChecker(t *testing.T) {
 	// Early, then twice, then a callback of a replaced timer.
 	g = c.beginArm(2, c.now(), hour)
 	c.fire(2, g)
-	want[vEarly]++
-	check("early")
+	check("early", vEarly)
 	c.fire(2, g)
-	want[vExtraRun]++
-	check("twice")
+	check("twice", vExtraRun)
 	c.beginArm(2, c.now(), hour)
 	c.fire(2, g)
-	want[vExtraRun]++
-	check("stale")
+	check("stale", vExtraRun)
 
 	// Late.
 	g = c.beginArm(3, c.now()-int64(time.Second), 0)
 	c.fire(3, g)
-	want[vLate]++
-	check("late")
+	check("late", vLate)
 
 	// Stop true after the run; Stop false before the deadline.
 	c.stopped(0, true)
-	want[vStopTrue]++
-	check("Stop true after run")
+	check("Stop true after run", vStopTrue)
 	c.beginArm(4, c.now(), hour)
 	c.stopped(4, false)
-	want[vStopFalseEarly]++
-	check("Stop false early")
+	check("Stop false early", vStopFalseEarly)
 
 	// Reset: true for a timer that ran; false before the deadline, and
 	// then both runs are outstanding.
 	r := c.beginReset(0, c.now(), hour)
 	c.endReset(0, r, true)
-	want[vResetTrue]++
-	check("Reset true after run")
+	check("Reset true after run", vResetTrue)
 	c.beginArm(5, c.now(), hour)
 	r = c.beginReset(5, c.now(), hour)
 	c.endReset(5, r, false)
-	want[vResetFalseEarly]++
-	check("Reset false early")
+	check("Reset false early", vResetFalseEarly)
 	if out := c.slots[5].out(); out != 2 {
 		t.Fatalf("runs outstanding after a Reset that returned false: %d, want 2", out)
 	}
@@ -143,15 +140,13 @@ func TestSoakChecker(t *testing.T) {
 	for range 2 {
 		c.sweep(c.now())
 	}
-	want[vOverdue]++
-	check("overdue")
+	check("overdue", vOverdue)
 
 	// After SystemTimer.Stop; the run itself is not counted late, as the
 	// sweep counted the timer overdue.
 	c.closed.Store(true)
 	c.fire(7, soakGen(c.slots[7].state.Load()))
-	want[vAfterStop]++
-	check("after Stop")
+	check("after Stop", vAfterStop)
 }
 
 // TestSoakReconcile: the timers SystemTimer.Stop returns must be those the

@@ -38,15 +38,8 @@ func init() {
 
 		Cases: func(p Profile) []Case {
 			from, to := stormFrom.Get(p), stormTo.Get(p)
-			var cases []Case
-			for _, m := range stormM.Get(p) {
-				cases = append(cases, Case{
-					Label: fmt.Sprintf("M=%s in [%v,%v]", formatCount(m), from, to),
-					X:     float64(m),
-					Run:   func(e *Env) error { return runStorm(e, m, from, to) },
-				})
-			}
-			return cases
+			return countCases(stormM.Get(p), func(m int) string { return fmt.Sprintf("M=%s in [%v,%v]", formatCount(m), from, to) },
+				func(e *Env, m int) error { return runStorm(e, m, from, to) })
 		},
 		Charts: []Chart{CDFChart{
 			Sample:   "lateness",

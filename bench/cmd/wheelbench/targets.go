@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -579,40 +576,10 @@ func pad(s string, n int) string {
 
 // appendVerdicts appends vs to the file at path, one JSON object a line:
 // how a child process hands its verdicts to its parent.
-func appendVerdicts(path string, vs []Verdict) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
-}
+func appendVerdicts(path string, vs []Verdict) error { return appendJSONLines(path, vs) }
 
 // readVerdicts reads what appendVerdicts wrote.
-func readVerdicts(path string) ([]Verdict, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var vs []Verdict
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var v Verdict
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			return nil, err
-		}
-		vs = append(vs, v)
-	}
-	return vs, sc.Err()
-}
+func readVerdicts(path string) ([]Verdict, error) { return readJSONLines[Verdict](path) }
 
 // failedWorkload returns the verdicts of a workload whose process failed
 // before it judged its targets.

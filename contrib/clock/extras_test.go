@@ -8,10 +8,11 @@ import (
 
 	twclock "github.com/go-timingwheel/timingwheel/contrib/clock"
 	"github.com/jonboulle/clockwork"
+	"k8s.io/utils/clock"
 )
 
-// What clockwork has and k8s's clock lacks; adapters_test.go tests the
-// rest on both adapters.
+// What one library has and the other lacks: clockwork's Ticker.Reset and
+// Until, k8s's Tick. adapters_test.go tests the rest on both adapters.
 
 func TestClockworkTickerReset(t *testing.T) {
 	// Reset changes the period, as time.Ticker.Reset does: the next
@@ -24,13 +25,13 @@ func TestClockworkTickerReset(t *testing.T) {
 		synctest.Wait()
 		tk.Reset(30 * time.Millisecond) // takes back the tick at 100ms
 		empty(t, "Chan after Reset", tk.Chan())
-		due(t, "first tick after Reset", recv(t, "first tick after Reset", tk.Chan()), start, 180*time.Millisecond)
-		due(t, "second tick after Reset", recv(t, "second tick after Reset", tk.Chan()), start, 210*time.Millisecond)
+		due(t, "first tick after Reset", tk.Chan(), start, 180*time.Millisecond)
+		due(t, "second tick after Reset", tk.Chan(), start, 210*time.Millisecond)
 		tk.Stop()
 		// Reset after Stop starts it again.
 		start = c.Now()
 		tk.Reset(10 * time.Millisecond)
-		due(t, "tick after Stop and Reset", recv(t, "tick after Stop and Reset", tk.Chan()), start, 10*time.Millisecond)
+		due(t, "tick after Stop and Reset", tk.Chan(), start, 10*time.Millisecond)
 		tk.Stop()
 
 		mustPanic(t, "Ticker.Reset(0)", func() { tk.Reset(0) })
@@ -46,12 +47,12 @@ func TestClockworkTickerResetFallback(t *testing.T) {
 		var c clockwork.Clock = twclock.NewClockwork(st)
 		start := c.Now()
 		tk := c.NewTicker(10 * time.Millisecond)
-		due(t, "tick", recv(t, "tick", tk.Chan()), start, 10*time.Millisecond)
+		due(t, "tick", tk.Chan(), start, 10*time.Millisecond)
 		st.Stop()
 		start = c.Now()
 		tk.Reset(10 * time.Millisecond)
-		due(t, "tick after Reset", recv(t, "tick after Reset", tk.Chan()), start, 10*time.Millisecond)
-		due(t, "second tick after Reset", recv(t, "second tick after Reset", tk.Chan()), start, 20*time.Millisecond)
+		due(t, "tick after Reset", tk.Chan(), start, 10*time.Millisecond)
+		due(t, "second tick after Reset", tk.Chan(), start, 20*time.Millisecond)
 		tk.Stop()
 	})
 }
@@ -80,6 +81,20 @@ func TestClockworkContext(t *testing.T) {
 		<-ctx.Done()
 		if ctx.Err() != context.DeadlineExceeded {
 			t.Errorf("Err = %v, want DeadlineExceeded", ctx.Err())
+		}
+	})
+}
+
+func TestK8sTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c clock.WithTickerAndDelayedExecution = twclock.NewK8s(newWheel(t))
+		var _ clock.PassiveClock = c
+		start := c.Now()
+		ch := c.Tick(10 * time.Millisecond)
+		due(t, "first tick", ch, start, 10*time.Millisecond)
+		due(t, "second tick", ch, start, 20*time.Millisecond)
+		if c.Tick(0) != nil || c.Tick(-1) != nil {
+			t.Error("Tick(d <= 0) != nil, want nil as time.Tick")
 		}
 	})
 }
