@@ -166,16 +166,8 @@ func BenchmarkWithTimeoutCancel(b *testing.B) {
 		parent, cancelParent := context.WithCancel(context.Background())
 		defer cancelParent()
 		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
-			st, err := timingwheel.New()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Stop()
-			for range n {
-				_, cancel := st.WithTimeout(parent, time.Minute)
-				defer cancel()
-			}
-			b.ReportAllocs()
+			st, _ := wheelPending(b, 0) // stopped after the contexts are canceled
+			withTimeoutSetup(b, n, parent, st.WithTimeout)
 			for b.Loop() {
 				ctx, cancel := st.WithTimeout(parent, 30*time.Second)
 				_ = ctx.Done() // makes the Done channel, as a handler's select does
@@ -183,11 +175,7 @@ func BenchmarkWithTimeoutCancel(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("impl=runtime/pending=%d", n), func(b *testing.B) {
-			for range n {
-				_, cancel := context.WithTimeout(parent, time.Minute)
-				defer cancel()
-			}
-			b.ReportAllocs()
+			withTimeoutSetup(b, n, parent, context.WithTimeout)
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 				_ = ctx.Done()
@@ -195,4 +183,20 @@ func BenchmarkWithTimeoutCancel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// withTimeoutSetup is what each impl of BenchmarkWithTimeoutCancel sets up
+// with its own withTimeout: n contexts pending a minute out under parent,
+// canceled when the run ends, and its allocations reported.
+func withTimeoutSetup(b *testing.B, n int, parent context.Context, withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)) {
+	cancels := make([]context.CancelFunc, n)
+	for i := range cancels {
+		_, cancels[i] = withTimeout(parent, time.Minute)
+	}
+	b.Cleanup(func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	})
+	b.ReportAllocs()
 }

@@ -17,20 +17,12 @@ import (
 const chanPending = 1_000_000
 
 func BenchmarkNewTimerStop(b *testing.B) {
-	b.Run("impl=wheel", func(b *testing.B) {
-		st, _ := wheelPending(b, chanPending)
-		defer st.Stop()
-		b.ReportAllocs()
-		b.ResetTimer()
+	benchImpls(b, func(b *testing.B, st *timingwheel.SystemTimer) {
 		for b.Loop() {
 			t, _ := st.NewTimer(30 * time.Second)
 			t.Stop()
 		}
-	})
-	b.Run("impl=runtime", func(b *testing.B) {
-		defer stopAll(runtimePending(chanPending))
-		b.ReportAllocs()
-		b.ResetTimer()
+	}, func(b *testing.B) {
 		for b.Loop() {
 			time.NewTimer(30 * time.Second).Stop()
 		}
@@ -43,19 +35,15 @@ func BenchmarkChanTimerReset(b *testing.B) {
 	const n = chanPending
 	b.Run("impl=wheel", func(b *testing.B) {
 		st, _ := wheelPending(b, 1)
-		defer st.Stop()
 		timers := make([]*timingwheel.ChanTimer, n)
 		for i := range timers {
 			timers[i], _ = st.NewTimer(30 * time.Second)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
-		i := 0
+		rr := roundRobin{n: n}
 		for b.Loop() {
-			timers[i].Reset(30 * time.Second)
-			if i++; i == n {
-				i = 0
-			}
+			timers[rr.next()].Reset(30 * time.Second)
 		}
 	})
 	b.Run("impl=runtime", func(b *testing.B) {
@@ -64,37 +52,21 @@ func BenchmarkChanTimerReset(b *testing.B) {
 			timers[i] = time.NewTimer(30 * time.Second)
 		}
 		defer stopAll(timers)
-		b.ReportAllocs()
-		b.ResetTimer()
-		i := 0
-		for b.Loop() {
-			timers[i].Reset(30 * time.Second)
-			if i++; i == n {
-				i = 0
-			}
-		}
+		benchRuntimeReset(b, timers)
 	})
 }
 
 // BenchmarkChanTimerReuse is Reset(30s)+Stop of one channel timer per op
 // (reuse).
 func BenchmarkChanTimerReuse(b *testing.B) {
-	b.Run("impl=wheel", func(b *testing.B) {
-		st, _ := wheelPending(b, chanPending)
-		defer st.Stop()
+	benchImpls(b, func(b *testing.B, st *timingwheel.SystemTimer) {
 		t, _ := st.NewTimer(time.Hour)
-		b.ReportAllocs()
-		b.ResetTimer()
 		for b.Loop() {
 			t.Reset(30 * time.Second)
 			t.Stop()
 		}
-	})
-	b.Run("impl=runtime", func(b *testing.B) {
-		defer stopAll(runtimePending(chanPending))
+	}, func(b *testing.B) {
 		t := time.NewTimer(time.Hour)
-		b.ReportAllocs()
-		b.ResetTimer()
 		for b.Loop() {
 			t.Reset(30 * time.Second)
 			t.Stop()
@@ -103,23 +75,35 @@ func BenchmarkChanTimerReuse(b *testing.B) {
 }
 
 func BenchmarkNewTickerStop(b *testing.B) {
-	b.Run("impl=wheel", func(b *testing.B) {
-		st, _ := wheelPending(b, chanPending)
-		defer st.Stop()
-		b.ReportAllocs()
-		b.ResetTimer()
+	benchImpls(b, func(b *testing.B, st *timingwheel.SystemTimer) {
 		for b.Loop() {
 			t, _ := st.NewTicker(time.Second)
 			t.Stop()
 		}
-	})
-	b.Run("impl=runtime", func(b *testing.B) {
-		defer stopAll(runtimePending(chanPending))
-		b.ReportAllocs()
-		b.ResetTimer()
+	}, func(b *testing.B) {
 		for b.Loop() {
 			time.NewTicker(time.Second).Stop()
 		}
+	})
+}
+
+// benchImpls runs wheelLoop and runtimeLoop as the sub-benchmarks
+// impl=wheel and impl=runtime, each with chanPending AfterFunc timers of
+// its kind pending and its allocations reported. Each holds its own timed
+// loop; what it sets up before the loop is not timed (b.Loop's first call
+// resets the timer).
+func benchImpls(b *testing.B, wheelLoop func(b *testing.B, st *timingwheel.SystemTimer), runtimeLoop func(b *testing.B)) {
+	b.Run("impl=wheel", func(b *testing.B) {
+		st, _ := wheelPending(b, chanPending)
+		b.ReportAllocs()
+		b.ResetTimer()
+		wheelLoop(b, st)
+	})
+	b.Run("impl=runtime", func(b *testing.B) {
+		runtimePending(b, chanPending)
+		b.ReportAllocs()
+		b.ResetTimer()
+		runtimeLoop(b)
 	})
 }
 
@@ -133,11 +117,10 @@ func BenchmarkSelectLoop(b *testing.B) {
 			var c <-chan time.Time
 			if impl == "wheel" {
 				st, _ := wheelPending(b, chanPending)
-				defer st.Stop()
 				t, _ := st.NewTimer(time.Hour)
 				reset, c = t.Reset, t.C
 			} else {
-				defer stopAll(runtimePending(chanPending))
+				runtimePending(b, chanPending)
 				t := time.NewTimer(time.Hour)
 				reset, c = t.Reset, t.C
 			}

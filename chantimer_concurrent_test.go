@@ -24,36 +24,27 @@ import (
 // the delivery. Exactly one of "a value was received" and "Stop returned
 // true" holds, and nothing comes after Stop.
 func TestConcurrentChanStopFire(t *testing.T) {
-	stress(t, func(t *testing.T) {
-		st := newST(t, WithTick(time.Millisecond))
-		rng := rand.New(rand.NewPCG(1, 2))
-		for i := range iters(2000) {
-			d := time.Duration(rng.IntN(1500)) * time.Microsecond
-			tm, err := st.NewTimer(d)
-			if err != nil {
-				t.Fatal(err)
+	chanRaceRounds(t, 1, 2, func(t *testing.T, st *SystemTimer, rng *rand.Rand, i int, tm *ChanTimer, d time.Duration) {
+		got := make(chan bool)
+		quit := make(chan struct{})
+		go func() {
+			select {
+			case <-tm.C:
+				got <- true
+			case <-quit:
+				got <- false
 			}
-			got := make(chan bool)
-			quit := make(chan struct{})
-			go func() {
-				select {
-				case <-tm.C:
-					got <- true
-				case <-quit:
-					got <- false
-				}
-			}()
-			spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
-			stopped := tm.Stop()
-			close(quit)
-			received := testwait.Recv(t, got, "the receiver")
-			if stopped == received {
-				t.Fatalf("round %d (d=%v): Stop returned %v and a value was received: %v", i, d, stopped, received)
-			}
-			waitIdle(t, st)
-			if len(tm.C) != 0 {
-				t.Fatalf("round %d: a value after Stop returned", i)
-			}
+		}()
+		spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
+		stopped := tm.Stop()
+		close(quit)
+		received := testwait.Recv(t, got, "the receiver")
+		if stopped == received {
+			t.Fatalf("round %d (d=%v): Stop returned %v and a value was received: %v", i, d, stopped, received)
+		}
+		waitIdle(t, st)
+		if len(tm.C) != 0 {
+			t.Fatalf("round %d: a value after Stop returned", i)
 		}
 	})
 }
@@ -63,56 +54,67 @@ func TestConcurrentChanStopFire(t *testing.T) {
 // reports it not pending; the Reset's own value comes once, not before its
 // deadline.
 func TestConcurrentChanResetFire(t *testing.T) {
+	chanRaceRounds(t, 3, 4, func(t *testing.T, st *SystemTimer, rng *rand.Rand, i int, tm *ChanTimer, _ time.Duration) {
+		values := make(chan time.Time, 4)
+		quit := make(chan struct{})
+		var early atomic.Int64 // values received before the time they carry
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for {
+				select {
+				case v := <-tm.C:
+					if time.Now().Before(v) {
+						early.Add(1)
+					}
+					values <- v
+				case <-quit:
+					return
+				}
+			}
+		})
+		spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
+		d2 := time.Duration(rng.IntN(1000)) * time.Microsecond
+		before := time.Now()
+		pending := tm.Reset(d2)
+		want := 2
+		if pending {
+			want = 1
+		}
+		var last time.Time
+		for range want {
+			last = testwait.Recv(t, values, "a value owed")
+		}
+		waitIdle(t, st)
+		close(quit)
+		wg.Wait()
+		if n := len(values) + len(tm.C); n != 0 {
+			t.Fatalf("round %d: Reset returned pending=%v, and %d values came beyond the %d owed", i, pending, n, want)
+		}
+		if n := early.Load(); n != 0 {
+			t.Fatalf("round %d: a value was received before its due time", i)
+		}
+		if last.Before(before.Add(d2)) {
+			t.Fatalf("round %d: the Reset's value is %v after the call, before its deadline %v", i, last.Sub(before), d2)
+		}
+	})
+}
+
+// chanRaceRounds runs round 2000 times (iters: fewer under the race
+// detector or failpoints) under stress, on a wheel of 1ms ticks and a PCG
+// seeded with seed1, seed2: each round is given i, a fresh ChanTimer and
+// its d, due within a tick and a half (0 to 1.5ms at random), so that its
+// delivery comes before, during or after what the round races it with.
+func chanRaceRounds(t *testing.T, seed1, seed2 uint64, round func(t *testing.T, st *SystemTimer, rng *rand.Rand, i int, tm *ChanTimer, d time.Duration)) {
 	stress(t, func(t *testing.T) {
 		st := newST(t, WithTick(time.Millisecond))
-		rng := rand.New(rand.NewPCG(3, 4))
+		rng := rand.New(rand.NewPCG(seed1, seed2))
 		for i := range iters(2000) {
 			d := time.Duration(rng.IntN(1500)) * time.Microsecond
 			tm, err := st.NewTimer(d)
 			if err != nil {
 				t.Fatal(err)
 			}
-			values := make(chan time.Time, 4)
-			quit := make(chan struct{})
-			var early atomic.Int64 // values received before the time they carry
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				for {
-					select {
-					case v := <-tm.C:
-						if time.Now().Before(v) {
-							early.Add(1)
-						}
-						values <- v
-					case <-quit:
-						return
-					}
-				}
-			})
-			spinFor(time.Duration(rng.IntN(2500)) * time.Microsecond)
-			d2 := time.Duration(rng.IntN(1000)) * time.Microsecond
-			before := time.Now()
-			pending := tm.Reset(d2)
-			want := 2
-			if pending {
-				want = 1
-			}
-			var last time.Time
-			for range want {
-				last = testwait.Recv(t, values, "a value owed")
-			}
-			waitIdle(t, st)
-			close(quit)
-			wg.Wait()
-			if n := len(values) + len(tm.C); n != 0 {
-				t.Fatalf("round %d: Reset returned pending=%v, and %d values came beyond the %d owed", i, pending, n, want)
-			}
-			if n := early.Load(); n != 0 {
-				t.Fatalf("round %d: a value was received before its due time", i)
-			}
-			if last.Before(before.Add(d2)) {
-				t.Fatalf("round %d: the Reset's value is %v after the call, before its deadline %v", i, last.Sub(before), d2)
-			}
+			round(t, st, rng, i, tm, d)
 		}
 	})
 }

@@ -48,28 +48,35 @@ func (t *tickerTimer) Reset(d time.Duration) bool {
 // imminent, with receivers blocked on C or not, and no stale value after
 // either returns.
 func TestChan(t *testing.T) {
-	t.Run("Timer", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			st := mustNew(t)
-			defer st.Stop()
-			tm, err := st.NewTimer(10000 * time.Second)
+	const far = 10000 * time.Second
+	for _, c := range []struct {
+		name string
+		arm  func(t *testing.T, st *SystemTimer) (tim resettable, C <-chan time.Time, isTicker bool)
+	}{
+		{"Timer", func(t *testing.T, st *SystemTimer) (resettable, <-chan time.Time, bool) {
+			tm, err := st.NewTimer(far)
 			if err != nil {
 				t.Fatal(err)
 			}
-			testChan(t, tm, tm.C, false)
-		})
-	})
-	t.Run("Ticker", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			st := mustNew(t)
-			defer st.Stop()
-			tk, err := st.NewTicker(10000 * time.Second)
+			return tm, tm.C, false
+		}},
+		{"Ticker", func(t *testing.T, st *SystemTimer) (resettable, <-chan time.Time, bool) {
+			tk, err := st.NewTicker(far)
 			if err != nil {
 				t.Fatal(err)
 			}
-			testChan(t, &tickerTimer{Ticker: tk}, tk.C, true)
+			return &tickerTimer{Ticker: tk}, tk.C, true
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := mustNew(t)
+				defer st.Stop()
+				tim, C, isTicker := c.arm(t, st)
+				testChan(t, tim, C, isTicker)
+			})
 		})
-	})
+	}
 }
 
 func testChan(t *testing.T, tim resettable, C <-chan time.Time, isTicker bool) {

@@ -45,6 +45,22 @@ const concTimeout = 2 * time.Minute
 // every operation down by ten or more.
 const stressFor = 1500 * time.Millisecond
 
+// stressRounds runs round with seeds 0, 1, 2, ... in a child process
+// (bounded by concTimeout), with preemption, for stressFor and at least
+// three rounds, and stops at the first round that fails.
+func stressRounds(t *testing.T, round func(t *testing.T, seed uint64)) {
+	isolate.Run(t, concTimeout, func(t *testing.T) {
+		withPreemption(t)
+		end := time.Now().Add(stressFor)
+		for r := 0; r < 3 || time.Now().Before(end); r++ {
+			round(t, uint64(r))
+			if t.Failed() {
+				t.Fatalf("round %d failed", r)
+			}
+		}
+	})
+}
+
 // withPreemption raises GOMAXPROCS above the core count for the test: more
 // Ps than cores make the OS deschedule goroutines at any instruction.
 func withPreemption(t *testing.T) {
@@ -228,16 +244,7 @@ var ctxScenarios = []ctxScenario{
 func TestConcurrentContexts(t *testing.T) {
 	for _, sc := range ctxScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			isolate.Run(t, concTimeout, func(t *testing.T) {
-				withPreemption(t)
-				end := time.Now().Add(stressFor)
-				for round := 0; round < 3 || time.Now().Before(end); round++ {
-					contextRound(t, sc, uint64(round))
-					if t.Failed() {
-						t.Fatalf("round %d failed", round)
-					}
-				}
-			})
+			stressRounds(t, func(t *testing.T, seed uint64) { contextRound(t, sc, seed) })
 		})
 	}
 }

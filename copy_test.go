@@ -12,6 +12,18 @@ import (
 // built by reflection or by a generic helper).
 func assign[T any](dst, src *T) { *dst = *src }
 
+// copied checks the error of making orig, and returns a copy of *orig
+// made by assign.
+func copied[T any](t *testing.T, orig *T, err error) *T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := new(T)
+	assign(c, orig)
+	return c
+}
+
 // mustPanicCopy runs f and checks that it panics with a message that
 // names the method and says the value is a copy.
 func mustPanicCopy(t *testing.T, method string, f func()) {
@@ -78,11 +90,7 @@ func TestCopiedAfterFuncTimerPanics(t *testing.T) {
 	st := newManual(t, newFakeClock())
 	defer st.Stop()
 	tm, err := st.AfterFunc(time.Second, noop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c Timer
-	assign(&c, tm)
+	c := copied(t, tm, err)
 	mustPanicCopy(t, "Stop", func() { c.Stop() })
 	if !tm.Stop() {
 		t.Fatal("the original's Stop returned false")
@@ -95,22 +103,14 @@ func TestCopiedChanTimerPanics(t *testing.T) {
 	st := newManual(t, newFakeClock())
 	defer st.Stop()
 	ct, err := st.NewTimer(time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c ChanTimer
-	assign(&c, ct)
+	c := copied(t, ct, err)
 	mustPanicCopy(t, "ChanTimer.Stop", func() { c.Stop() })
 	mustPanicCopy(t, "ChanTimer.Reset", func() { c.Reset(time.Second) })
 	if !ct.Stop() {
 		t.Fatal("the original's Stop returned false")
 	}
 	tk, err := st.NewTicker(time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k Ticker
-	assign(&k, tk)
+	k := copied(t, tk, err)
 	mustPanicCopy(t, "Ticker.Stop", func() { k.Stop() })
 	tk.Stop()
 }

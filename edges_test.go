@@ -361,20 +361,11 @@ func TestMaxPendingHoldsForEveryWayToPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t, WithMaxPending(1))
 		defer st.Stop()
-		in, out := make(chan struct{}), make(chan struct{})
-		var runs atomic.Int32
-		p, err := st.ScheduleFunc(Every(time.Second), func() {
-			if runs.Add(1) == 1 {
-				in <- struct{}{}
-				<-out
-			}
-		})
-		require.NoError(t, err)
-		<-in
+		p, runs, release := heldSeries(t, st)
 		// The series is in its run: its place is still taken.
-		_, err = st.AfterFunc(time.Hour, func() {})
+		_, err := st.AfterFunc(time.Hour, func() {})
 		assert.ErrorIs(t, err, ErrTooManyPending, "a running series lost its place")
-		out <- struct{}{}
+		release <- struct{}{}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		assert.LessOrEqual(t, st.Len(), 1)

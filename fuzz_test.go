@@ -33,14 +33,7 @@ func FuzzWheelAgainstModel(f *testing.F) {
 	f.Add([]byte{2, opAdd, 1, 0, 10, opReset, 0, 1, 0, 3, opAdvance, 2, 0, 5, opAdd, 3, 0, opAdvance, 0, 1})
 	f.Add([]byte{4, opAdd, 2, 0, 0, 1, 0, opAdd, 2, 0, 0, 2, 0, opAdvance, 2, 255, 255, opAdvance, 1, 12, opReset, 1, 0, 7})
 
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 {
-			return
-		}
-		cfg := fuzzConfigs[int(data[0])%len(fuzzConfigs)]
-		r := &byteReader{b: data[1:]}
-		runModel(t, cfg.tick, cfg.size, r, false)
-	})
+	fuzzModel(f, fuzzConfigs, false)
 }
 
 // FuzzWheelInterleaved is FuzzWheelAgainstModel with more to it: 1ns ticks,
@@ -61,29 +54,35 @@ func FuzzWheelInterleaved(f *testing.F) {
 	}
 	// Push back, again and again, a timer whose bucket is being expired.
 	f.Add([]byte{1, opAdd, 1, 0, 10, opAdd, 1, 0, 20, opAdvance, 2, 8, 0, opTurn, opReset, 0, 1, 0, 80, opTurn, opReset, 1, 1, 0, 90, opAdvance, 2, 200, 0, opTurn, opTurn, opTurn})
+	fuzzModel(f, interleavedConfigs, true)
+}
+
+// fuzzModel fuzzes runModel: an input's first byte picks one of configs,
+// the rest are the operations.
+func fuzzModel(f *testing.F, configs []fuzzConfig, interleaved bool) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
 		}
-		cfg := interleavedConfigs[int(data[0])%len(interleavedConfigs)]
+		cfg := configs[int(data[0])%len(configs)]
 		r := &byteReader{b: data[1:]}
-		runModel(t, cfg.tick, cfg.size, r, true)
+		runModel(t, cfg.tick, cfg.size, r, interleaved)
 	})
 }
 
-var interleavedConfigs = append([]struct {
+// A fuzzConfig is a wheel's tick and size.
+type fuzzConfig struct {
 	tick time.Duration
 	size int
-}{
+}
+
+var interleavedConfigs = append([]fuzzConfig{
 	{time.Nanosecond, 2},
 	{time.Nanosecond, defaultWheelSize},
 	{7 * time.Nanosecond, 3}, // under 8ns: the horizon is 2^60 ticks
 }, fuzzConfigs...)
 
-var fuzzConfigs = []struct {
-	tick time.Duration
-	size int
-}{
+var fuzzConfigs = []fuzzConfig{
 	{time.Millisecond, 2},
 	{time.Millisecond, 3},
 	{time.Millisecond, 4},

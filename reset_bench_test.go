@@ -24,30 +24,16 @@ var resetSizes = []int{1_000, 1_000_000, 10_000_000}
 func BenchmarkReset(b *testing.B) {
 	for _, n := range shortSizes(resetSizes) {
 		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
-			st, timers := wheelPending(b, n)
-			defer st.Stop()
+			_, timers := wheelPending(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
-			i := 0
+			rr := roundRobin{n: n}
 			for b.Loop() {
-				timers[i].Reset(30 * time.Second)
-				if i++; i == n {
-					i = 0
-				}
+				timers[rr.next()].Reset(30 * time.Second)
 			}
 		})
 		b.Run(fmt.Sprintf("impl=runtime/pending=%d", n), func(b *testing.B) {
-			timers := runtimePending(n)
-			defer stopAll(timers)
-			b.ReportAllocs()
-			b.ResetTimer()
-			i := 0
-			for b.Loop() {
-				timers[i].Reset(30 * time.Second)
-				if i++; i == n {
-					i = 0
-				}
-			}
+			benchRuntimeReset(b, runtimePending(b, n))
 		})
 	}
 }
@@ -57,15 +43,13 @@ func BenchmarkReset(b *testing.B) {
 func BenchmarkResetParallel(b *testing.B) {
 	for _, n := range resetSizes[:2] {
 		b.Run(fmt.Sprintf("impl=wheel/pending=%d", n), func(b *testing.B) {
-			st, timers := wheelPending(b, n)
-			defer st.Stop()
+			_, timers := wheelPending(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			parallelRoundRobin(b, n, func(i int) { timers[i].Reset(30 * time.Second) })
 		})
 		b.Run(fmt.Sprintf("impl=runtime/pending=%d", n), func(b *testing.B) {
-			timers := runtimePending(n)
-			defer stopAll(timers)
+			timers := runtimePending(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			parallelRoundRobin(b, n, func(i int) { timers[i].Reset(30 * time.Second) })
@@ -85,7 +69,6 @@ func BenchmarkReuse(b *testing.B) {
 	const n = 1_000_000
 	b.Run("impl=wheel", func(b *testing.B) {
 		st, _ := wheelPending(b, n)
-		defer st.Stop()
 		s := &session{}
 		st.Bind(&s.timeout, noop)
 		b.ReportAllocs()
@@ -96,8 +79,7 @@ func BenchmarkReuse(b *testing.B) {
 		}
 	})
 	b.Run("impl=runtime", func(b *testing.B) {
-		timers := runtimePending(n)
-		defer stopAll(timers)
+		runtimePending(b, n)
 		t := time.AfterFunc(time.Hour, noop)
 		t.Stop()
 		b.ReportAllocs()
@@ -109,11 +91,14 @@ func BenchmarkReuse(b *testing.B) {
 	})
 }
 
+// wheelPending is a SystemTimer with n timers pending ~30s out, stopped
+// when the benchmark's run ends.
 func wheelPending(b *testing.B, n int) (*timingwheel.SystemTimer, []*timingwheel.Timer) {
 	st, err := timingwheel.New()
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { st.Stop() })
 	timers := make([]*timingwheel.Timer, n)
 	for i := range timers {
 		if timers[i], err = st.AfterFunc(30*time.Second, noop); err != nil {
@@ -125,11 +110,14 @@ func wheelPending(b *testing.B, n int) (*timingwheel.SystemTimer, []*timingwheel
 	return st, timers
 }
 
-func runtimePending(n int) []*time.Timer {
+// runtimePending is n time.AfterFunc timers pending ~30s out, stopped when
+// the benchmark's run ends.
+func runtimePending(b *testing.B, n int) []*time.Timer {
 	timers := make([]*time.Timer, n)
 	for i := range timers {
 		timers[i] = time.AfterFunc(30*time.Second, noop)
 	}
+	b.Cleanup(func() { stopAll(timers) })
 	runtime.GC()
 	return timers
 }
@@ -137,6 +125,31 @@ func runtimePending(n int) []*time.Timer {
 func stopAll(timers []*time.Timer) {
 	for _, t := range timers {
 		t.Stop()
+	}
+}
+
+// roundRobin goes round the indexes [0, n) of a benchmark's timers, one
+// per op. Its next inlines: the timed loop does what it did with the index
+// kept by hand.
+type roundRobin struct{ i, n int }
+
+func (r *roundRobin) next() int {
+	i := r.i
+	if r.i++; r.i == r.n {
+		r.i = 0
+	}
+	return i
+}
+
+// benchRuntimeReset times Reset(30s) of the given time.Timers, one per op,
+// round robin (the runtime side of BenchmarkReset and
+// BenchmarkChanTimerReset: AfterFunc or channel timers, the same method).
+func benchRuntimeReset(b *testing.B, timers []*time.Timer) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	rr := roundRobin{n: len(timers)}
+	for b.Loop() {
+		timers[rr.next()].Reset(30 * time.Second)
 	}
 }
 

@@ -260,16 +260,7 @@ func TestConcurrentScheduleStress(t *testing.T) {
 			name = "ResetStopVsSystemTimerStop"
 		}
 		t.Run(name, func(t *testing.T) {
-			isolate.Run(t, concTimeout, func(t *testing.T) {
-				withPreemption(t)
-				end := time.Now().Add(stressFor)
-				for round := 0; round < 3 || time.Now().Before(end); round++ {
-					scheduleStressRound(t, stop, uint64(round))
-					if t.Failed() {
-						t.Fatalf("round %d failed", round)
-					}
-				}
-			})
+			stressRounds(t, func(t *testing.T, seed uint64) { scheduleStressRound(t, stop, seed) })
 		})
 	}
 }

@@ -119,13 +119,7 @@ func TestAdjustTimers(t *testing.T) {
 	st := newST(t)
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	timers := make([]*sendTimer, 100)
-	steps := make([]int, len(timers))
-	left := rng.Perm(len(timers))
-	for len(left) > 0 {
-		k := rng.IntN(len(left))
-		i := left[k]
-		step := steps[i]
-		steps[i]++
+	interleaved(rng, len(timers), 9, func(i, step int) {
 		switch step {
 		case 0:
 			timers[i] = newSendTimer(st)
@@ -150,7 +144,23 @@ func TestAdjustTimers(t *testing.T) {
 			if d := time.Since(start); d > 750*time.Millisecond {
 				t.Errorf("timer %d took %v to fire after Reset(0)", i, d)
 			}
-		default:
+		}
+	})
+}
+
+// interleaved takes each of n timers through its steps 0 to last, calling
+// step(i, s) for timer i's step s: each timer's steps in order, the steps
+// of different timers interleaved at random by rng.
+func interleaved(rng *rand.Rand, n, last int, step func(i, s int)) {
+	steps := make([]int, n)
+	left := rng.Perm(n)
+	for len(left) > 0 {
+		k := rng.IntN(len(left))
+		i := left[k]
+		if s := steps[i]; s <= last {
+			steps[i]++
+			step(i, s)
+		} else {
 			left[k] = left[len(left)-1]
 			left = left[:len(left)-1]
 		}
@@ -525,14 +535,8 @@ func TestDefaultAdjustTimers(t *testing.T) {
 		bubbleDefault(t)
 		rnd := rand.New(rand.NewPCG(1, 2))
 		timers := make([]*ChanTimer, 100)
-		steps := make([]int, len(timers))
-		left := rnd.Perm(len(timers))
-		for len(left) > 0 {
-			k := rnd.IntN(len(left))
-			i := left[k]
+		interleaved(rnd, len(timers), 9, func(i, step int) {
 			tm := timers[i]
-			step := steps[i]
-			steps[i]++
 			switch step {
 			case 0:
 				timers[i] = NewTimer(0)
@@ -556,11 +560,8 @@ func TestDefaultAdjustTimers(t *testing.T) {
 				if el := time.Since(start); el != 0 {
 					t.Errorf("timer %d: Reset(0) delivered after %v", i, el)
 				}
-			case 10:
-				left[k] = left[len(left)-1]
-				left = left[:len(left)-1]
 			}
-		}
+		})
 	})
 }
 

@@ -572,22 +572,30 @@ func TestScheduleFuncSchedulerEnds(t *testing.T) {
 	})
 }
 
+// heldSeries starts a series on st, one run a second, whose first run
+// blocks: it returns once that run has begun, with the series, the count
+// of runs begun, and release, which lets the first run return.
+func heldSeries(t *testing.T, st *SystemTimer) (p *Timer, runs *atomic.Int32, release chan<- struct{}) {
+	in, out := make(chan struct{}), make(chan struct{})
+	runs = new(atomic.Int32)
+	p, err := st.ScheduleFunc(Every(time.Second), func() {
+		if runs.Add(1) == 1 {
+			in <- struct{}{}
+			<-out
+		}
+	})
+	require.NoError(t, err)
+	<-in
+	return p, runs, out
+}
+
 func TestScheduleFuncStopAndResetWhileRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t)
 		defer st.Stop()
-		in, out := make(chan struct{}), make(chan struct{})
-		var runs atomic.Int32
-		tm, err := st.ScheduleFunc(Every(time.Second), func() {
-			if runs.Add(1) == 1 {
-				in <- struct{}{}
-				<-out
-			}
-		})
-		require.NoError(t, err)
-		<-in
+		tm, runs, release := heldSeries(t, st)
 		assert.False(t, tm.Stop(), "Stop while running reports false")
-		out <- struct{}{}
+		release <- struct{}{}
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		assert.Equal(t, int32(1), runs.Load(), "the series went on after Stop")

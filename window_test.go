@@ -36,17 +36,39 @@ func armPark(t *testing.T, name string, n int) *park {
 	return p
 }
 
+// parkedTryReset parks TryReset(time.Hour) of tm, run on a goroutine of
+// its own, at the failpoint window, and returns once it is there: the
+// park, and the channel that gets TryReset's error.
+func parkedTryReset(t *testing.T, tm *Timer, window string) (*park, <-chan error) {
+	t.Helper()
+	p := armPark(t, window, 1)
+	armed := make(chan error, 1)
+	go func() {
+		_, err := tm.TryReset(time.Hour)
+		armed <- err
+	}()
+	p.wait(t)
+	return p, armed
+}
+
+// inBackground runs f on a goroutine of its own and returns a channel
+// closed when f returns.
+func inBackground(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		f()
+		close(done)
+	}()
+	return done
+}
+
 // stopAtEnd stops st when the test ends, after its parks are cleared (a
 // parked goroutine may hold a lock Stop takes). If Stop does not return,
 // a goroutine holds a shard's lock for good (a deadlock the test found):
 // the test fails then instead of hanging, and leaves Stop behind.
 func stopAtEnd(t *testing.T, st *SystemTimer) {
 	t.Cleanup(func() {
-		done := make(chan struct{})
-		go func() {
-			st.Stop()
-			close(done)
-		}()
+		done := inBackground(func() { st.Stop() })
 		select {
 		case <-done:
 		case <-time.After(testwait.FailAfter):
@@ -108,13 +130,7 @@ func TestConcurrentWindowRearmVsSystemStop(t *testing.T) {
 					runDue(t, st, ran, 1)
 				}
 				anchor(t, st)
-				arming := armPark(t, "reset:arming", 1)
-				armed := make(chan error, 1)
-				go func() {
-					_, err := tm.TryReset(time.Hour)
-					armed <- err
-				}()
-				arming.wait(t)
+				arming, armed := parkedTryReset(t, &tm, "reset:arming")
 				if left := st.Stop(); slices.Contains(left, &tm) {
 					t.Fatal("SystemTimer.Stop returned a timer whose arming had not pushed it")
 				}
@@ -198,13 +214,7 @@ func TestConcurrentWindowPushedVsSystemStop(t *testing.T) {
 	ran := make(chan struct{}, 4)
 	st.Bind(&tm, func() { ran <- struct{}{} })
 	anchor(t, st)
-	pushed := armPark(t, "reset:pushed", 1)
-	armed := make(chan error, 1)
-	go func() {
-		_, err := tm.TryReset(time.Hour)
-		armed <- err
-	}()
-	pushed.wait(t)
+	pushed, armed := parkedTryReset(t, &tm, "reset:pushed")
 	waiting := armPark(t, "waitOwned", 1)
 	stopped := make(chan []*Timer, 1)
 	go func() { stopped <- st.Stop() }()
@@ -303,6 +313,20 @@ func dueTicker(t *testing.T) (tk *Ticker, ct *chanTimer, w1 int64) {
 	return tk, ct, w1
 }
 
+// oneTickDelivered waits for the parked run of dueTicker's Ticker to end
+// (done), then checks that the two runs delivered the tick due at W1 once
+// and armed the next, W1 plus a period.
+func oneTickDelivered(t *testing.T, tk *Ticker, ct *chanTimer, w1 int64, done <-chan struct{}) {
+	t.Helper()
+	testwait.Recv(t, done, "the parked run")
+	if got := ct.when.Load(); got != w1+int64(tickerPeriod) {
+		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1", (got-w1)/int64(tickerPeriod))
+	}
+	if n := len(tk.C); n != 1 {
+		t.Fatalf("%d ticks delivered, want 1", n)
+	}
+}
+
 // TestConcurrentWindowTickerRunABA parks one run of a Ticker's Timer after
 // it read the state word and found its deadline due, while a second run of
 // the same Ticker delivers that deadline and arms the next: the parked run
@@ -312,21 +336,11 @@ func dueTicker(t *testing.T) (tk *Ticker, ct *chanTimer, w1 int64) {
 func TestConcurrentWindowTickerRunABA(t *testing.T) {
 	tk, ct, w1 := dueTicker(t)
 	due := armPark(t, "chan:due", 1)
-	done := make(chan struct{})
-	go func() {
-		ct.fire()
-		close(done)
-	}()
+	done := inBackground(ct.fire)
 	due.wait(t)
 	ct.fire() // the second run: delivers W1, arms W1+p
 	due.letGo()
-	testwait.Recv(t, done, "the parked run")
-	if got := ct.when.Load(); got != w1+int64(tickerPeriod) {
-		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1: a run delivered a tick before it was due", (got-w1)/int64(tickerPeriod))
-	}
-	if n := len(tk.C); n != 1 {
-		t.Fatalf("%d ticks delivered, want 1", n)
-	}
+	oneTickDelivered(t, tk, ct, w1, done) // else a run delivered a tick before it was due
 }
 
 // TestConcurrentWindowTickerRunWhileBusy parks one run of a Ticker's Timer
@@ -338,11 +352,7 @@ func TestConcurrentWindowTickerRunABA(t *testing.T) {
 func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
 	tk, ct, w1 := dueTicker(t)
 	firing := armPark(t, "chan:fire", 1)
-	done := make(chan struct{})
-	go func() {
-		ct.fire()
-		close(done)
-	}()
+	done := inBackground(ct.fire)
 	firing.wait(t)
 	if ct.s.Load()&chanPhase != chanBusy {
 		t.Fatal("a run parked at chan:fire does not hold the state word")
@@ -352,13 +362,7 @@ func TestConcurrentWindowTickerRunWhileBusy(t *testing.T) {
 		t.Fatalf("a run delivered %d ticks while another run held the Ticker", n)
 	}
 	firing.letGo()
-	testwait.Recv(t, done, "the parked run")
-	if got := ct.when.Load(); got != w1+int64(tickerPeriod) {
-		t.Fatalf("the Ticker's deadline is W1+%d periods, want W1+1", (got-w1)/int64(tickerPeriod))
-	}
-	if n := len(tk.C); n != 1 {
-		t.Fatalf("%d ticks delivered, want 1", n)
-	}
+	oneTickDelivered(t, tk, ct, w1, done)
 	if ct.s.Load()&chanPhase != chanArmed {
 		t.Fatal("the Ticker is not armed for its next tick")
 	}
@@ -411,13 +415,21 @@ func parkMove(t *testing.T, st *SystemTimer, tm *Timer, target **shard, to *shar
 	anchor(t, st)
 	*target = to
 	p := armPark(t, "reset:moving", 1)
-	armed := make(chan struct{})
-	go func() {
-		tm.Reset(time.Hour)
-		close(armed)
-	}()
+	armed := inBackground(func() { tm.Reset(time.Hour) })
 	p.wait(t)
 	return p, armed
+}
+
+// movingTimer is moving with a timer bound on st, idle, placed on a; it
+// fails the test if it runs.
+func movingTimer(t *testing.T) (st *SystemTimer, a, b *shard, target **shard, tm *Timer) {
+	st, a, b, target = moving(t)
+	tm = new(Timer)
+	st.Bind(tm, func() { t.Error("the timer ran") })
+	if tm.shard() != a {
+		t.Fatal("the hook did not place the timer")
+	}
+	return st, a, b, target, tm
 }
 
 // TestConcurrentWindowMoveVsStop parks a Reset that re-arms a stopped
@@ -428,14 +440,9 @@ func parkMove(t *testing.T, st *SystemTimer, tm *Timer, target **shard, to *shar
 // later by a drain, after Stop returned true: the library keeps a pointer
 // to a timer its owner may reuse).
 func TestConcurrentWindowMoveVsStop(t *testing.T) {
-	st, a, b, target := moving(t)
-	var tm Timer
-	st.Bind(&tm, func() { t.Error("the timer ran") })
-	if tm.shard() != a {
-		t.Fatal("the hook did not place the timer")
-	}
-	move, armed := parkMove(t, st, &tm, target, b)
-	stopped, waiting := stopWaitsForOwner(t, &tm, "being moved and armed")
+	st, a, b, target, tm := movingTimer(t)
+	move, armed := parkMove(t, st, tm, target, b)
+	stopped, waiting := stopWaitsForOwner(t, tm, "being moved and armed")
 	move.letGo()
 	testwait.Recv(t, armed, "the moving Reset")
 	waiting.letGo()
@@ -450,7 +457,7 @@ func TestConcurrentWindowMoveVsStop(t *testing.T) {
 	}
 	for _, sh := range []*shard{a, b} {
 		for x := sh.incoming.Load(); x != nil && x != closedStack; x = x.next {
-			if x == &tm {
+			if x == tm {
 				t.Fatal("after Stop returned true the timer is still on an incoming stack")
 			}
 		}
@@ -527,6 +534,36 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 	st.checkInvariants()
 }
 
+// unlinkWindow is the window of the Unlinks tests: op (what) of a timer
+// pending an hour out (bound to f), run on a goroutine of its own, parked
+// at window inside the shard's lock, after it unlinked the timer. A Reset
+// to later then must find the timer still pending (and postpone it in
+// place), and op, let go, must find it pending too. It returns the
+// SystemTimer and the timer.
+func unlinkWindow(t *testing.T, window, what string, f func(), op func(*Timer) bool) (*SystemTimer, *Timer) {
+	t.Helper()
+	// By address: no move, which would wait for the lock op holds.
+	st := newWindowTimer(t, withAddressShards())
+	stopAtEnd(t, st)
+	tm := new(Timer)
+	st.Bind(tm, f)
+	anchor(t, st)
+	tm.Reset(time.Hour)
+	st.Len() // placed: pending
+	unlinked := armPark(t, window, 1)
+	res := make(chan bool, 1)
+	go func() { res <- op(tm) }()
+	unlinked.wait(t)
+	if !tm.Reset(2 * time.Hour) {
+		t.Fatalf("Reset while %s held the pending timer returned false: the timer left pending before it was unlinked", what)
+	}
+	unlinked.letGo()
+	if !testwait.Recv(t, res, what) {
+		t.Fatalf("%s of a pending timer returned false", what)
+	}
+	return st, tm
+}
+
 // TestConcurrentWindowStopUnlinks parks a Stop of a pending timer inside
 // its shard's lock, between unlinking the timer and moving it out of
 // pending; a Reset to later then comes. The timer is still pending for it,
@@ -535,25 +572,7 @@ func TestConcurrentWindowMoveVsResetLocked(t *testing.T) {
 // it (the Reset finds it stopped, re-arms it without the lock and writes
 // its link while Stop's unlink still reads it).
 func TestConcurrentWindowStopUnlinks(t *testing.T) {
-	// By address: no move, which would wait for the lock Stop holds.
-	st := newWindowTimer(t, withAddressShards())
-	stopAtEnd(t, st)
-	var tm Timer
-	st.Bind(&tm, func() { t.Error("the timer ran") })
-	anchor(t, st)
-	tm.Reset(time.Hour)
-	st.Len() // placed: pending
-	unlinked := armPark(t, "stopPending:unlinked", 1)
-	stopped := make(chan bool, 1)
-	go func() { stopped <- tm.Stop() }()
-	unlinked.wait(t)
-	if !tm.Reset(2 * time.Hour) {
-		t.Fatal("Reset while Stop held the pending timer returned false: the timer left pending before it was unlinked")
-	}
-	unlinked.letGo()
-	if !testwait.Recv(t, stopped, "Stop") {
-		t.Fatal("Stop of a pending timer returned false")
-	}
+	st, tm := unlinkWindow(t, "stopPending:unlinked", "Stop", func() { t.Error("the timer ran") }, (*Timer).Stop)
 	if _, s := unpack(tm.w.Load()); s != stateStopped {
 		t.Fatalf("the timer is in state %d after Stop, want stopped", s)
 	}
@@ -568,26 +587,8 @@ func TestConcurrentWindowStopUnlinks(t *testing.T) {
 // under the lock: a Reset to later inside that window postpones a timer
 // still pending. Guards: marking it fired before unlinking it.
 func TestConcurrentWindowRunNowUnlinks(t *testing.T) {
-	// By address: no move, which would wait for the lock Stop holds.
-	st := newWindowTimer(t, withAddressShards())
-	stopAtEnd(t, st)
 	ran := make(chan struct{}, 4)
-	var tm Timer
-	st.Bind(&tm, func() { ran <- struct{}{} })
-	anchor(t, st)
-	tm.Reset(time.Hour)
-	st.Len()
-	unlinked := armPark(t, "resetLocked:unlinked", 1)
-	now := make(chan bool, 1)
-	go func() { now <- tm.Reset(0) }()
-	unlinked.wait(t)
-	if !tm.Reset(2 * time.Hour) {
-		t.Fatal("Reset while Reset(0) held the pending timer returned false: the timer left pending before it was unlinked")
-	}
-	unlinked.letGo()
-	if !testwait.Recv(t, now, "Reset(0)") {
-		t.Fatal("Reset(0) of a pending timer returned false")
-	}
+	st, _ := unlinkWindow(t, "resetLocked:unlinked", "Reset(0)", func() { ran <- struct{}{} }, func(tm *Timer) bool { return tm.Reset(0) })
 	runDue(t, st, ran, 1)
 	st.checkInvariants()
 	if n := st.Len(); n != len(st.shards) {
@@ -625,11 +626,7 @@ func TestConcurrentWindowRearmStaleShard(t *testing.T) {
 		t.Fatal("Stop of a timer armed an hour out returned false")
 	}
 	read := armPark(t, "reset:read", 1)
-	armed := make(chan struct{})
-	go func() {
-		tm.Reset(time.Hour) // the parked Reset, on a's processor
-		close(armed)
-	}()
+	armed := inBackground(func() { tm.Reset(time.Hour) }) // the parked Reset, on a's processor
 	read.wait(t)
 	*target = b
 	tm.Reset(time.Hour) // moved to b
@@ -709,18 +706,8 @@ func TestConcurrentWindowReserveVsSystemStop(t *testing.T) {
 	testwait.Recv(t, started, "the series' first run")
 	var tm Timer
 	st.Bind(&tm, noop)
-	unlocked := armPark(t, "reserve:unlocked", 1)
-	res := make(chan error, 1)
-	go func() {
-		_, err := tm.TryReset(time.Hour)
-		res <- err
-	}()
-	unlocked.wait(t)
-	stopped := make(chan struct{})
-	go func() {
-		st.Stop()
-		close(stopped)
-	}()
+	unlocked, res := parkedTryReset(t, &tm, "reserve:unlocked")
+	stopped := inBackground(func() { st.Stop() })
 	for !shardClosed(tm.shard()) {
 		runtime.Gosched() // Stop waits for the run: let it close the shards first
 	}
@@ -757,27 +744,12 @@ func shardClosed(sh *shard) bool {
 // gives (conctest's TestLinearizableRacingStop caught it once in CI, at
 // 5d61e3a).
 func TestConcurrentWindowMoveFromClosed(t *testing.T) {
-	st, a, b, target := moving(t)
-	var tm Timer
-	st.Bind(&tm, func() { t.Error("the timer ran") })
-	if tm.shard() != a {
-		t.Fatal("the hook did not place the timer")
-	}
+	st, a, b, target, tm := movingTimer(t)
 	anchor(t, st)
 	*target = b
-	moving := armPark(t, "reset:moving", 1)
-	res := make(chan error, 1)
-	go func() {
-		_, err := tm.TryReset(time.Hour)
-		res <- err
-	}()
-	moving.wait(t)
+	moving, res := parkedTryReset(t, tm, "reset:moving")
 	closing := armPark(t, "stop:closed", 1) // after shards[0], a, is closed
-	stopped := make(chan struct{})
-	go func() {
-		st.Stop()
-		close(stopped)
-	}()
+	stopped := inBackground(func() { st.Stop() })
 	closing.wait(t)
 	if !shardClosed(a) || shardClosed(b) {
 		t.Fatal("SystemTimer.Stop is not parked between closing shard a and shard b")
@@ -828,13 +800,7 @@ func following(t *testing.T) (st *SystemTimer, a, b *shard, target **shard, tm *
 func TestConcurrentWindowFollowVsStop(t *testing.T) {
 	st, a, b, target, tm := following(t)
 	*target = b
-	move := armPark(t, "follow:moving", 1)
-	armed := make(chan error, 1)
-	go func() {
-		_, err := tm.TryReset(time.Hour)
-		armed <- err
-	}()
-	move.wait(t)
+	move, armed := parkedTryReset(t, tm, "follow:moving")
 	stopped, waiting := stopWaitsForOwner(t, tm, "being moved")
 	move.letGo()
 	if err := testwait.Recv(t, armed, "the following Reset"); err != nil {
@@ -863,13 +829,7 @@ func TestConcurrentWindowFollowVsSystemStop(t *testing.T) {
 		t.Run(window, func(t *testing.T) {
 			st, _, b, target, tm := following(t)
 			*target = b
-			p := armPark(t, window, 1)
-			armed := make(chan error, 1)
-			go func() {
-				_, err := tm.TryReset(time.Hour)
-				armed <- err
-			}()
-			p.wait(t)
+			p, armed := parkedTryReset(t, tm, window)
 			left := st.Stop()
 			for _, x := range left {
 				if x == tm {
