@@ -100,6 +100,52 @@ func TestBlockedCallbacksDoNotHoldUpOthers(t *testing.T) {
 	})
 }
 
+// TestChannelTimersDoNotWaitBehindBlockedCallbacks blocks the one worker
+// for ever, as far as the test is concerned, and checks that channel
+// timers and a Ticker, which their driver delivers itself, still fire at
+// their deadlines, not a stall delay later; and that a callback due with
+// them in one bucket, which goes to the workers, does not hold up the
+// driver.
+func TestChannelTimersDoNotWaitBehindBlockedCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t, WithWorkers(1))
+		release := make(chan struct{})
+		blocked := make(chan struct{})
+		_, err := st.AfterFunc(time.Millisecond, func() { close(blocked); <-release })
+		require.NoError(t, err)
+		<-blocked
+		start := time.Now()
+		tm, err := st.NewTimer(5 * time.Millisecond)
+		require.NoError(t, err)
+		assert.Equal(t, start.Add(5*time.Millisecond), <-tm.C, "the value sent")
+		assert.Equal(t, 5*time.Millisecond, time.Since(start), "when it came")
+		tk, err := st.NewTicker(3 * time.Millisecond)
+		require.NoError(t, err)
+		for i := 1; i <= 3; i++ {
+			<-tk.C
+			assert.Equal(t, time.Duration(5+3*i)*time.Millisecond, time.Since(start), "tick %d", i)
+		}
+		tk.Stop()
+		// A callback and a channel timer due in the same bucket: the
+		// callback blocks in the queue behind the blocked worker until the
+		// stall delay starts a goroutine for it, never on the driver.
+		ran := make(chan struct{})
+		_, err = st.AfterFunc(2*time.Millisecond, func() { close(ran); <-release })
+		require.NoError(t, err)
+		tm, err = st.NewTimer(2 * time.Millisecond)
+		require.NoError(t, err)
+		<-tm.C
+		<-ran
+		tm, err = st.NewTimer(time.Millisecond)
+		require.NoError(t, err)
+		at := time.Now()
+		<-tm.C
+		assert.Equal(t, time.Millisecond, time.Since(at), "a timer after the blocked callbacks")
+		close(release)
+		st.Stop()
+	})
+}
+
 // TestSlowCallbacks: callbacks that take seconds hold up nothing else.
 func TestSlowCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -42,11 +42,11 @@ type Ticker struct {
 //     changes when, period, the underlying Timer, or the channel's contents;
 //     Stop and Reset wait for a holder to leave busy (it does so without
 //     blocking or taking a lock other than a shard's). A run that finds
-//     the timer busy does not wait (it runs on an executor goroutine, and
-//     the holder may be a callback of that executor): it sets chanKick and
-//     returns, and the holder, when it leaves busy, looks at the deadline
-//     again and delivers if it has passed. So a run is never lost, and a
-//     ticker's series never ends by a race.
+//     the timer busy does not wait (it runs on the driver or an executor
+//     goroutine, and the holder may be a callback of that executor): it
+//     sets chanKick and returns, and the holder, when it leaves busy, looks
+//     at the deadline again and delivers if it has passed. So a run is
+//     never lost, and a ticker's series never ends by a race.
 //
 // Every Stop and Reset makes gen one larger, so that a run that read the
 // state before it cannot act on the arming that follows (its CAS fails).
@@ -443,7 +443,7 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 	return pending, nil
 }
 
-// fire is the run of the underlying Timer, on an executor goroutine.
+// fire is the run of the underlying Timer, on its driver or a worker.
 func (ct *chanTimer) fire() {
 	st := ct.t.shard().st
 	failpoint("chan:run") // a Reset may come between the hand-over and the run
@@ -506,8 +506,8 @@ func (ct *chanTimer) deliver(now int64) uint64 {
 		next = satAdd(when, satMul(p, (after-when)/p+1))
 	}
 	ct.when.Store(next)
-	// The next tick stays on the Ticker's shard: this run is on a worker,
-	// whichever processor it runs on, not on the Ticker's user.
+	// The next tick stays on the Ticker's shard: this run is on a driver or
+	// a worker, whichever processor it runs on, not on the Ticker's user.
 	if err := ct.arm(next, now, false); err != nil {
 		ct.releaseHold()
 		return chanIdle // cannot happen: a Ticker holds its place in the bound

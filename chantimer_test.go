@@ -784,13 +784,22 @@ func TestChanStaleRun(t *testing.T) {
 // SystemTimer.Stop runs, before the executor's watch finds the callback
 // stuck. Stop takes the run back from the executor; it must hand the
 // channel timer over (its value delivered) before it waits for the
-// callback, or both wait for ever.
+// callback, or both wait for ever. The channel timer is due with another
+// callback, in one bucket of one shard: the driver hands such a bucket to
+// the executor whole (it delivers itself only buckets of channel timers).
 func TestStopWhileCallbackWaitsForAQueuedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := mustNew(t, WithWorkers(1), WithTick(time.Millisecond))
+		sh0 := &st.shards[0]
+		st.placeHook = func() *shard { return sh0 }
 		waiting := make(chan struct{})
 		got := make(chan bool, 1)
 		if _, err := st.AfterFunc(0, func() {
+			_, err := st.AfterFunc(time.Millisecond, func() {})
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			tm, err := st.NewTimer(time.Millisecond)
 			if err != nil {
 				t.Error(err)
@@ -807,8 +816,8 @@ func TestStopWhileCallbackWaitsForAQueuedRun(t *testing.T) {
 		// the callback, and the watch looks a quarter of the stall delay
 		// (1ms) after it was queued. Stop in between.
 		time.Sleep(time.Millisecond + time.Microsecond)
-		if backlog, _, _ := st.pool.Load(); backlog != 1 {
-			t.Fatalf("backlog %d, want the channel timer's run queued", backlog)
+		if backlog, _, _ := st.pool.Load(); backlog != 2 {
+			t.Fatalf("backlog %d, want the channel timer's run queued, and the other callback's", backlog)
 		}
 		st.Stop()
 		if !<-got {

@@ -110,8 +110,7 @@
 // hands the callback to the executor at once. A [Ticker] whose period is
 // under the tick ticks at most once a tick. Deadlines at or beyond a
 // horizon (the largest [time.Duration] after New, or 36 years with ticks
-// under 8ns) never come. The tick is at most a minute: a coarser one would
-// only make callbacks later, since an idle wheel costs nothing.
+// under 8ns) never come.
 //
 // # Cores
 //
@@ -141,19 +140,20 @@
 // yet urgent at once, so that a storm's cascades leave the workers cores.
 // The price: a driver per shard, asleep while nothing is due, and timers of
 // different shards due together run in either order, as the runtime's
-// timers of different processors do. Under the timingwheel_locality build
-// tag, TestLocalityOwnTimers and TestLocalityDrivers check that goroutines
-// and drivers touch their own shard only.
+// timers of different processors do (docs/testing.md: the locality tests).
 //
 // # Callbacks
+//
+// A channel timer's run ([ChanTimer], [Ticker], Sleep, After) is a send
+// that never blocks: when a bucket brings a few due and nothing else, the
+// driver sends, a goroutine hop sooner and never behind blocked callbacks.
 //
 // Callbacks run on the executor (internal/executor), never on a driver and
 // never inside AfterFunc: a pool per shard, [WithWorkers] goroutines shared
 // out among them, and a worker whose pool is empty steals from the others,
-// so a storm armed by one goroutine runs on every worker. A driver hands
-// due callbacks to its pool without blocking. A callback that blocks or
-// runs long holds up others by at most the stall delay (the tick, at most
-// 1ms): the executor then starts goroutines for the callbacks queued
+// so a storm armed by one goroutine runs on every worker. A callback that
+// blocks or runs long holds up others by at most the stall delay (the tick,
+// at most 1ms): the executor then starts goroutines for the callbacks queued
 // behind it, one per callback when all of a pool's workers are stuck, as
 // [time.AfterFunc] would; when goroutines are waiting for a processor, a
 // stuck worker is more likely descheduled than blocked, and it starts only

@@ -2,7 +2,10 @@ package timingwheel
 
 import (
 	"math"
+	"slices"
 	"time"
+
+	"github.com/go-timingwheel/timingwheel/internal/executor"
 )
 
 // The drivers. Each shard has a goroutine of its own, its driver, that owns
@@ -436,8 +439,7 @@ func (sh *shard) replace(list *lanes, all bool) {
 		sh.unlock()
 		if len(batch) > 0 {
 			failpoint("replace:marked")
-			touch(sh.poolHome, "executor")
-			sh.pool.Submit(batch...)
+			sh.hand(batch)
 			clear(batch)
 			batch = batch[:0]
 		}
@@ -450,6 +452,32 @@ func (sh *shard) replace(list *lanes, all bool) {
 	}
 	sh.batch = batch
 }
+
+// inlineMax bounds the batches of channel timers a driver runs itself.
+const inlineMax = 16
+
+// hand runs a batch of due timers, marked fired, that the driver took from
+// a bucket: on the executor, unless it is a few channel timers and no
+// other kind. A channel timer's run sends without blocking and runs no
+// user code, so the driver runs those itself, a goroutine hop sooner than
+// a worker could, as the runtime sends its channel timers' values from the
+// scheduler; and a Sleep or a NewTimer never waits behind callbacks that
+// block every worker. A larger batch goes to the workers, which run it in
+// parallel. Called without locks. The manual harness queues every run.
+func (sh *shard) hand(batch []*Timer) {
+	st := sh.st
+	if len(batch) <= inlineMax && !st.manual && !slices.ContainsFunc(batch, notChan) {
+		b := executor.Batch{Pool: sh.home, At: st.now()}
+		for _, t := range batch {
+			runTimer(t, &b)
+		}
+		return
+	}
+	touch(sh.poolHome, "executor")
+	sh.pool.Submit(batch...)
+}
+
+func notChan(t *Timer) bool { return t.kind != kindChan && t.kind != kindTicker }
 
 // cascadeIndex returns i if list is sh.cascade[i], else -1.
 func (sh *shard) cascadeIndex(list *lanes) int {

@@ -160,7 +160,8 @@ func New(opts ...Option) (*SystemTimer, error) {
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.pool = st.pool.Pool(i)
-		sh.poolHome = &st.shards[i%st.pool.Pools()]
+		sh.home = i % st.pool.Pools()
+		sh.poolHome = &st.shards[sh.home]
 	}
 	st.lateness = make([]*atomicHistogram, st.pool.Pools())
 	for i := range st.lateness {
@@ -175,8 +176,9 @@ func New(opts ...Option) (*SystemTimer, error) {
 	return st, nil
 }
 
-// runTimer runs a timer's function, on a goroutine of the executor, after
-// recording how late it starts. Contexts and periodic timers have no
+// runTimer runs a timer's function, on a goroutine of the executor (or the
+// driver, for channel timers: see shard.hand), after recording how late it
+// starts. Contexts and periodic timers have no
 // function: their Timer is the first field of a struct that knows what to
 // do, which saves the allocation of a method value per timer.
 //

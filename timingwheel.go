@@ -90,9 +90,11 @@ type shard struct {
 	// shard, whose goroutines take them with no lock that other shards'
 	// callbacks take (see the executor's Group). poolHome is the shard
 	// whose index names that pool (the shard itself, unless there are
-	// fewer workers than shards), for the locality test. Immutable.
+	// fewer workers than shards), for the locality test, and home its
+	// index. Immutable.
 	pool     *executor.Pool[*Timer]
 	poolHome *shard
+	home     int
 	// dq holds the expirations of the shard's buckets that hold timers;
 	// the shard's driver sleeps on it. Pushed to with mu held (see place),
 	// polled by the driver alone; it has a lock of its own. Immutable.

@@ -337,6 +337,18 @@ var mutants = []mutant{
 		why: "the driver sleeps without draining its shard's incoming stack: the timers armed without the lock wait for a deep stack",
 	},
 	{
+		name: "hand-never-inline", file: "driver.go",
+		old: "\tif len(batch) <= inlineMax && !st.manual && !slices.ContainsFunc(batch, notChan) {",
+		new: "\tif false && len(batch) <= inlineMax && !st.manual && !slices.ContainsFunc(batch, notChan) {",
+		why: "the driver hands channel timers to the workers: a Sleep waits a stall delay behind callbacks that block every worker",
+	},
+	{
+		name: "hand-any-kind", file: "driver.go",
+		old: "\tif len(batch) <= inlineMax && !st.manual && !slices.ContainsFunc(batch, notChan) {",
+		new: "\tif len(batch) <= inlineMax && !st.manual && (true || !slices.ContainsFunc(batch, notChan)) {",
+		why: "the driver runs a few due callbacks itself: user code on the driver, which a callback that blocks stops",
+	},
+	{
 		name: "new-head-no-wake", file: "timingwheel.go",
 		old: "\t\t\t\tsh.wakeDQ = true",
 		new: "\t\t\t\t_ = sh.wakeDQ",
