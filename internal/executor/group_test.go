@@ -32,11 +32,11 @@ func parkIn(t *testing.T, window string) (parked, resume chan struct{}) {
 	return parked, resume
 }
 
-// blockingPair is a group of two pools of one goroutine each, with a stall
+// blockedPair is a group of two pools of one goroutine each, with a stall
 // delay of an hour (the watch starts no goroutine: only stealing moves
-// items between pools), whose item 0 blocks until release is closed and
-// whose other items are counted in ran.
-func blockingPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
+// items between pools), whose pool 0 goroutine is blocked in item 0 until
+// release is closed; other items are counted in ran. Called in a bubble.
+func blockedPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
 	release, ran = make(chan struct{}), new(atomic.Int32)
 	g = NewGroup(Config[int]{Workers: 2, Stall: time.Hour, Run: func(v int, _ *Batch) {
 		if v == 0 {
@@ -45,6 +45,9 @@ func blockingPair() (g *Group[int], release chan struct{}, ran *atomic.Int32) {
 		}
 		ran.Add(1)
 	}}, 2)
+	synctest.Wait()     // both goroutines wait for work
+	g.Pool(0).Submit(0) // blocks pool 0's goroutine
+	synctest.Wait()
 	return g, release, ran
 }
 
@@ -82,13 +85,10 @@ func TestGroupSharesOut(t *testing.T) {
 // hour, so the watch starts no goroutine: only stealing runs them.
 func TestGroupStealsFromABusyPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, release, ran := blockingPair()
+		g, release, ran := blockedPair()
 		defer g.Close()
 		defer close(release)
-		synctest.Wait() // both goroutines wait for work
 		p := g.Pool(0)
-		p.Submit(0) // blocks pool 0's goroutine
-		synctest.Wait()
 		for i := 1; i <= 40; i++ {
 			p.Submit(i)
 		}
@@ -103,12 +103,9 @@ func TestGroupStealsFromABusyPool(t *testing.T) {
 // is a quarter of the stall delay, an hour, away).
 func TestGroupSubmitGivesToAFreeGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, release, ran := blockingPair()
+		g, release, ran := blockedPair()
 		defer g.Close()
 		defer close(release)
-		synctest.Wait()     // both goroutines wait for work
-		g.Pool(0).Submit(0) // blocks pool 0's goroutine
-		synctest.Wait()
 		for i := int32(1); i <= 3; i++ {
 			g.Pool(0).Submit(int(i))
 			synctest.Wait()
@@ -245,10 +242,7 @@ func TestGroupCloseHandsBackEverything(t *testing.T) {
 func TestGroupStealWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parked, resume := parkIn(t, "steal")
-		g, release, ran := blockingPair()
-		synctest.Wait()
-		g.Pool(0).Submit(0) // pool 0's goroutine blocks
-		synctest.Wait()
+		g, release, ran := blockedPair()
 		g.Pool(0).Submit(1, 2, 3, 4)
 		<-parked
 		closed := make(chan []int)
@@ -271,10 +265,7 @@ func TestGroupStealWindowClose(t *testing.T) {
 // pool 1, where nothing would run it or hand it back.
 func TestGroupGiveWindowClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, release, ran := blockingPair()
-		synctest.Wait()
-		g.Pool(0).Submit(0) // pool 0's goroutine blocks
-		synctest.Wait()
+		g, release, ran := blockedPair()
 		parked, resume := parkIn(t, "give")
 		submitted := make(chan bool)
 		go func() { submitted <- g.Pool(0).Submit(1) }()
@@ -298,12 +289,9 @@ func TestGroupGiveWindowClose(t *testing.T) {
 // else runs them.
 func TestGroupIdleWindowSubmit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, release, ran := blockingPair()
+		g, release, ran := blockedPair()
 		defer g.Close()
 		defer close(release)
-		synctest.Wait()
-		g.Pool(0).Submit(0) // pool 0's goroutine blocks
-		synctest.Wait()
 		parked, resume := parkIn(t, "idle")
 		g.Pool(1).Submit(1) // pool 1's goroutine runs it, then finds nothing
 		<-parked
