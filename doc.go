@@ -146,7 +146,7 @@
 //
 // A channel timer's run ([ChanTimer], [Ticker], Sleep, After) is a send
 // that never blocks: when a bucket brings a few due and nothing else, the
-// driver sends, a goroutine hop sooner and never behind blocked callbacks.
+// driver sends itself, so that they never wait behind blocked callbacks.
 //
 // Callbacks run on the executor (internal/executor), never on a driver and
 // never inside AfterFunc: a pool per shard, [WithWorkers] goroutines shared

@@ -459,11 +459,11 @@ const inlineMax = 16
 // hand runs a batch of due timers, marked fired, that the driver took from
 // a bucket: on the executor, unless it is a few channel timers and no
 // other kind. A channel timer's run sends without blocking and runs no
-// user code, so the driver runs those itself, a goroutine hop sooner than
-// a worker could, as the runtime sends its channel timers' values from the
-// scheduler; and a Sleep or a NewTimer never waits behind callbacks that
-// block every worker. A larger batch goes to the workers, which run it in
-// parallel. Called without locks. The manual harness queues every run.
+// user code, so the driver runs those itself, as the runtime sends its
+// channel timers' values from the scheduler: a Sleep or a NewTimer never
+// waits a stall delay behind callbacks that block every worker. A larger
+// batch goes to the workers, which run it in parallel. Called without
+// locks. The manual harness queues every run.
 func (sh *shard) hand(batch []*Timer) {
 	st := sh.st
 	if len(batch) <= inlineMax && !st.manual && !slices.ContainsFunc(batch, notChan) {

@@ -40,7 +40,7 @@ type Pool[T any] struct {
 // the items not claimed with one compare-and-swap, holding mu. next never
 // decreases: it is also the worker's progress marker.
 type worker[T any] struct {
-	// Written by the worker holding mu; read by it, or by others holding mu.
+	// Written by the worker holding mu; read by it without mu, by others with.
 	batch []T
 	base  int64        // next when the batch was taken: batch[i] is claim base+i
 	end   int64        // base + len(batch)
@@ -220,10 +220,11 @@ func (p *Pool[T]) close(left []T) []T {
 		left = w.takeBack(left) // the caller's own batch too, when it is a worker
 	}
 	left = p.queue.pop(left, p.queue.len())
+	// A look that runs now finds nothing waiting, and ends the watch.
 	if p.watched && p.watch.Stop() {
 		p.watched = false
 		p.g.looks.Done()
-	} // else a look is running, and ends the watch: nothing waits now
+	}
 	p.idle = 0
 	p.note()
 	p.work.Broadcast()
