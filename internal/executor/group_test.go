@@ -281,6 +281,37 @@ func TestGroupGiveWindowClose(t *testing.T) {
 	})
 }
 
+// TestGroupLookWindowShut parks a watch that has fired before it takes its
+// pool's lock, and shuts the group meanwhile: Shut cannot stop the timer,
+// which has fired, and leaves ending the watch to that look. Wait must wait
+// for the look, and the look must find nothing waiting and start nothing.
+func TestGroupLookWindowShut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parked, resume := parkIn(t, "look")
+		b := newBlocker()
+		defer b.stop()
+		g := New(Config[int]{Workers: 1, Stall: time.Millisecond, Run: b.run})
+		synctest.Wait()
+		g.Submit(0, 1) // the goroutine blocks in 0 and 1 waits: the watch is set
+		<-parked       // a quarter of the stall delay later it fires
+		assert.Equal(t, []int{1}, g.Shut())
+		waited := make(chan struct{})
+		go func() { g.Wait(); close(waited) }()
+		b.stop() // item 0 returns, and its goroutine exits
+		synctest.Wait()
+		select {
+		case <-waited:
+			t.Fatal("Wait returned while a look was still to run")
+		default:
+		}
+		close(resume)
+		<-waited
+		synctest.Wait()
+		assert.Zero(t, poolGoroutines(), "goroutines left")
+		assert.Equal(t, 1, b.count(), "items started")
+	})
+}
+
 // TestGroupIdleWindowSubmit parks a goroutine of pool 1 after it found
 // nothing to steal and before it says that it waits, and submits items to
 // pool 0, whose one goroutine blocks, meanwhile: the Submit sees no

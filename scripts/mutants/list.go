@@ -295,6 +295,18 @@ var mutants = []mutant{
 		why: "an armed pool's last look is the one before it went idle: a goroutine in its first item is taken for stuck at once",
 	},
 	{
+		name: "shut-ends-running-watch", file: "internal/executor/pool.go",
+		old: "\tif p.watched && p.watch.Stop() {",
+		new: "\tif p.watched && (p.watch.Stop() || true) {",
+		why: "Shut ends a watch whose timer has fired as if it had stopped it: Wait returns while its look is still to run, which then ends it again",
+	},
+	{
+		name: "look-never-ends-watch", file: "internal/executor/watch.go",
+		old: "\tp.mu.Unlock()\n\tp.g.looks.Done()\n",
+		new: "\tp.mu.Unlock()\n",
+		why: "a look that finds nothing waiting leaves the watch counted: Wait after Shut waits for ever",
+	},
+	{
 		name: "level0-key-tick", file: "timingwheel.go",
 		old: "\t\tif k == 0 && exact {\n\t\t\tkey = when",
 		new: "\t\tif false {\n\t\t\tkey = when",
