@@ -38,7 +38,8 @@ type Stats struct {
 	// was re-armed and stopped in between. So Armed − Fired − Stopped is
 	// Pending, up to the armings not placed yet.
 	Armed uint64
-	// Fired counts the callbacks handed to the executor.
+	// Fired counts the timers that came due: runs handed to the executor, or
+	// channel timers their driver delivered itself.
 	Fired uint64
 	// Stopped counts the timers stopped before they fired.
 	Stopped uint64

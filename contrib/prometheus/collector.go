@@ -126,7 +126,7 @@ var timerMetrics = []metricDef[timingwheel.Stats]{
 		func(s *timingwheel.Stats) float64 { return float64(s.Pending) }},
 	{counter, "timers_armed_total", "Armings of timers that entered the wheel.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Armed) }},
-	{counter, "timers_fired_total", "Timer callbacks handed to the executor.",
+	{counter, "timers_fired_total", "Timers that came due and ran, or were handed to the executor.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Fired) }},
 	{counter, "timers_stopped_total", "Timers stopped before they fired.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Stopped) }},

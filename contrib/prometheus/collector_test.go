@@ -262,7 +262,7 @@ func TestNames(t *testing.T) {
 # HELP sessions_timers_pending Timers pending.
 # TYPE sessions_timers_pending gauge
 sessions_timers_pending{shard="a"} 0
-# HELP sessions_timers_fired_total Timer callbacks handed to the executor.
+# HELP sessions_timers_fired_total Timers that came due and ran, or were handed to the executor.
 # TYPE sessions_timers_fired_total counter
 sessions_timers_fired_total{shard="a"} 0
 # HELP sessions_driver_lag_seconds How far the clock was past the last level-0 bucket the driver expired, when it did.

@@ -75,7 +75,7 @@ func TestMetricsServer(t *testing.T) {
 # HELP timingwheel_timers_armed_total Armings of timers that entered the wheel.
 # TYPE timingwheel_timers_armed_total counter
 timingwheel_timers_armed_total 2000
-# HELP timingwheel_timers_fired_total Timer callbacks handed to the executor.
+# HELP timingwheel_timers_fired_total Timers that came due and ran, or were handed to the executor.
 # TYPE timingwheel_timers_fired_total counter
 timingwheel_timers_fired_total 1500
 # HELP timingwheel_timers_stopped_total Timers stopped before they fired.
