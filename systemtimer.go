@@ -156,6 +156,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		OnPanic: c.onPanic,
 		Stall:   min(c.tick, time.Millisecond),
 		Manual:  c.manual,
+		Busy:    executorBusy,
 	}, nshards)
 	for i := range st.shards {
 		sh := &st.shards[i]
@@ -175,6 +176,11 @@ func New(opts ...Option) (*SystemTimer, error) {
 	}
 	return st, nil
 }
+
+// executorBusy, if set (tests), stands for the executor's reading of the
+// process's runnable goroutines (executor.Config.Busy), which goroutines
+// outside a test's synctest bubble move.
+var executorBusy func() bool
 
 // runTimer runs a timer's function, on a goroutine of the executor (or the
 // driver, for channel timers: see shard.hand), after recording how late it
