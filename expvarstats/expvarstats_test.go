@@ -3,8 +3,10 @@ package expvarstats_test
 import (
 	"encoding/json"
 	"expvar"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,6 +22,12 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+var runs atomic.Int64
+
+// unique returns name with a number of its own: expvar's names are for
+// the process's life, and a test may run again in it (-count).
+func unique(name string) string { return fmt.Sprintf("%s_%d", name, runs.Add(1)) }
 
 // read returns the published variable name, as /debug/vars serves it,
 // decoded into v.
@@ -39,7 +47,8 @@ func read(t *testing.T, name string, v any) {
 // move as timers fire and are stopped.
 func TestPublishTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := publishTimer(t, "expvarstats_test_timer")
+		name := unique("expvarstats_test_timer")
+		st := publishTimer(t, name)
 
 		type stats struct {
 			Pending               int
@@ -48,7 +57,7 @@ func TestPublishTimer(t *testing.T) {
 			Lateness              struct{ Count uint64 }
 		}
 		var s stats
-		read(t, "expvarstats_test_timer", &s)
+		read(t, name, &s)
 		assert.Equal(t, stats{Lag: "0s"}, s)
 
 		var tms []*timingwheel.Timer
@@ -60,7 +69,7 @@ func TestPublishTimer(t *testing.T) {
 		tms[4].Stop()
 		time.Sleep(2*time.Second + time.Millisecond)
 		synctest.Wait()
-		read(t, "expvarstats_test_timer", &s)
+		read(t, name, &s)
 		assert.Equal(t, 2, s.Pending)
 		assert.Equal(t, uint64(5), s.Armed)
 		assert.Equal(t, uint64(2), s.Fired)
@@ -72,7 +81,8 @@ func TestPublishTimer(t *testing.T) {
 // lateness of every callback that ran.
 func TestPublishTimerExecutorLateness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := publishTimer(t, "expvarstats_test_timer_lateness")
+		name := unique("expvarstats_test_timer_lateness")
+		st := publishTimer(t, name)
 		for i := range 3 {
 			_, err := st.AfterFunc(time.Duration(i+1)*time.Millisecond, func() {})
 			require.NoError(t, err)
@@ -86,7 +96,7 @@ func TestPublishTimerExecutorLateness(t *testing.T) {
 				P99   string
 			}
 		}
-		read(t, "expvarstats_test_timer_lateness", &s)
+		read(t, name, &s)
 		assert.Equal(t, uint64(3), s.Fired)
 		assert.Equal(t, uint64(3), s.Lateness.Count, "the lateness of each callback")
 		_, err := time.ParseDuration(s.Lateness.P99)
@@ -118,7 +128,8 @@ func TestPublishPurgatory(t *testing.T) {
 		p, err := purgatory.New[string]()
 		require.NoError(t, err)
 		defer p.Close()
-		expvarstats.Publish("expvarstats_test_purgatory", p.Stats)
+		name := unique("expvarstats_test_purgatory")
+		expvarstats.Publish(name, p.Stats)
 
 		forced := &op{Op: purgatory.Op{Timeout: time.Hour}}
 		for _, o := range []*op{forced, {Op: purgatory.Op{Timeout: time.Second}}} {
@@ -130,7 +141,7 @@ func TestPublishPurgatory(t *testing.T) {
 			Completed, Expired uint64
 			Lateness           struct{ Count uint64 }
 		}
-		read(t, "expvarstats_test_purgatory", &s)
+		read(t, name, &s)
 		assert.Equal(t, 2, s.Delayed)
 		assert.Equal(t, 4, s.Watched)
 		assert.Zero(t, s.Completed)
@@ -138,7 +149,7 @@ func TestPublishPurgatory(t *testing.T) {
 		forced.ForceComplete()
 		time.Sleep(time.Second + time.Millisecond)
 		synctest.Wait()
-		read(t, "expvarstats_test_purgatory", &s)
+		read(t, name, &s)
 		assert.Zero(t, s.Delayed)
 		assert.Equal(t, uint64(2), s.Completed)
 		assert.Equal(t, uint64(1), s.Expired)
@@ -148,8 +159,9 @@ func TestPublishPurgatory(t *testing.T) {
 
 func TestPublishTwicePanics(t *testing.T) {
 	f := func() int { return 1 }
-	expvarstats.Publish("expvarstats_test_twice", f)
-	assert.Equal(t, "1", expvar.Get("expvarstats_test_twice").String())
-	assert.Panics(t, func() { expvarstats.Publish("expvarstats_test_twice", f) })
+	name := unique("expvarstats_test_twice")
+	expvarstats.Publish(name, f)
+	assert.Equal(t, "1", expvar.Get(name).String())
+	assert.Panics(t, func() { expvarstats.Publish(name, f) })
 	assert.PanicsWithValue(t, "expvarstats: Publish(x, nil)", func() { expvarstats.Publish[int]("x", nil) })
 }
