@@ -184,9 +184,9 @@ var executorBusy func() bool
 
 // runTimer runs a timer's function, on a goroutine of the executor (or the
 // driver, for channel timers: see shard.hand), after recording how late it
-// starts. Contexts and periodic timers have no
-// function: their Timer is the first field of a struct that knows what to
-// do, which saves the allocation of a method value per timer.
+// starts. Contexts and periodic timers have no function: their Timer is the
+// first field of a struct that knows what to do, which saves the allocation
+// of a method value per timer.
 //
 // The lateness is b.At, the clock read once for the batch of up to 16
 // callbacks the worker took, less the due time: a clock read per callback
