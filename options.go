@@ -90,9 +90,11 @@ func WithMaxPending(n int) Option {
 }
 
 // WithPanicHandler sets the function that receives the value a callback
-// panicked with. It runs on the worker that ran the callback, which then goes
-// on. Default: log the value with log/slog, and write it with the
-// goroutine's stack to standard error, as the runtime prints a panic.
+// panicked with. It runs on the worker that ran the callback, which then
+// goes on; if h panics in turn, the program crashes, as on a panic in a
+// callback of time.AfterFunc. Default: log the value with log/slog, and
+// write it with the goroutine's stack to standard error, as the runtime
+// prints a panic.
 func WithPanicHandler(h func(v any)) Option {
 	return optionFunc(func(c *config) { c.onPanic = h })
 }

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"log/slog"
 	"runtime/metrics"
 	"slices"
 	"sync"
@@ -16,7 +15,7 @@ type Config[T any] struct {
 	Workers int                 // goroutines that make progress; at least 1
 	Stall   time.Duration       // the stall delay; positive
 	Run     func(v T, b *Batch) // runs one item
-	OnPanic func(v any)         // receives a value Run panicked with; required
+	OnPanic func(v any)         // receives a value Run panicked with; required; if it panics, the program crashes
 	Start   func([]T, *Batch)   // if set, called with each batch before its first item runs
 	Yield   func() bool         // if set, says whether a goroutine is to yield (see loop)
 	Busy    func() bool         // goroutines wait for a processor (see spawns); tests set it
@@ -118,11 +117,6 @@ func (g *Group[T]) Panics() uint64 { return g.panics.Load() }
 // Run recovered itself. It must not be called with a lock held.
 func (g *Group[T]) Report(v any) {
 	g.panics.Add(1)
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Error("executor: panic handler panicked", "panic", r, "callback panic", v)
-		}
-	}()
 	g.c.OnPanic(v)
 }
 

@@ -415,7 +415,6 @@ func TestPanicGoesToHandlerAndWorkerGoesOn(t *testing.T) {
 		ran := make(chan int, 1)
 		p := New(Config[int]{Workers: 1, Stall: time.Millisecond, OnPanic: func(v any) {
 			panics <- v
-			panic("the handler panics too")
 		}, Run: func(v int, _ *Batch) {
 			if v == 0 {
 				panic("boom")
@@ -543,40 +542,6 @@ func TestManualRunQueued(t *testing.T) {
 	assert.Equal(t, []int{1, 2, 3, 11, 12}, got)
 	p.Submit(4)
 	assert.Equal(t, []int{4}, p.Close())
-}
-
-// TestQueue checks the queue against a slice, over pushes, pushes to the
-// front and pops of many sizes, so that it reuses and grows its array.
-func TestQueue(t *testing.T) {
-	var q queue[int]
-	var ref []int
-	next := 0
-	for round := range 300 {
-		switch round % 3 {
-		case 0, 1:
-			items := ints(round * 7 % 41)
-			for i := range items {
-				items[i] = next
-				next++
-			}
-			if round%5 == 0 {
-				q.pushFront(items)
-				ref = append(slices.Clone(items), ref...)
-			} else {
-				q.push(items)
-				ref = append(ref, items...)
-			}
-		case 2:
-			n := round * 5 % 61
-			got := q.pop(nil, n)
-			n = min(n, len(ref))
-			require.True(t, slices.Equal(ref[:n], got), "round %d", round)
-			ref = ref[n:]
-		}
-		require.Equal(t, len(ref), q.len())
-	}
-	assert.Equal(t, ref, q.pop(nil, q.len()))
-	assert.Equal(t, 0, q.len())
 }
 
 func TestNewPanicsOnMisuse(t *testing.T) {
