@@ -93,7 +93,7 @@ func NewGroup[T any](c Config[T], homes int) *Group[T] {
 		return g
 	}
 	for _, p := range g.pools {
-		p.watch = time.AfterFunc(time.Hour, p.see)
+		p.watch = time.AfterFunc(time.Hour, p.look)
 		p.watch.Stop()
 		p.mu.Lock()
 		for range p.size {
@@ -135,11 +135,11 @@ func (g *Group[T]) RunQueued() {
 	p, b := g.pools[0], &g.queued
 	for {
 		p.mu.Lock()
-		if g.closed || p.queue.len() == 0 {
+		if g.closed || p.queue.Len() == 0 {
 			p.mu.Unlock()
 			return
 		}
-		g.one = p.queue.pop(g.one[:0], 1)
+		g.one = p.queue.Pop(g.one[:0], 1)
 		p.mu.Unlock()
 		if g.c.Start != nil {
 			g.c.Start(g.one, b)
@@ -167,7 +167,7 @@ func (g *Group[T]) Load() (backlog, goroutines, busy int) {
 	g.lockAll()
 	defer g.unlockAll()
 	for _, p := range g.pools {
-		backlog, goroutines = backlog+p.queue.len(), goroutines+len(p.workers)
+		backlog, goroutines = backlog+p.queue.Len(), goroutines+len(p.workers)
 		for _, w := range p.workers {
 			if w.busy {
 				backlog, busy = backlog+int(max(w.end-w.next.Load(), 0)), busy+1
@@ -219,34 +219,4 @@ func (g *Group[T]) Wait() {
 		p.mu.Unlock()
 	}
 	g.looks.Wait()
-}
-
-// A queue is a FIFO of items: buf[head:].
-type queue[T any] struct {
-	buf  []T
-	head int
-}
-
-func (q *queue[T]) len() int { return len(q.buf) - q.head }
-
-func (q *queue[T]) push(items []T) {
-	if q.head > 0 && len(q.buf)+len(items) > cap(q.buf) {
-		n := copy(q.buf, q.buf[q.head:]) // reuse the space popped
-		clear(q.buf[n:])
-		q.buf, q.head = q.buf[:n], 0
-	}
-	q.buf = append(q.buf, items...)
-}
-
-func (q *queue[T]) pushFront(items []T) { q.buf = slices.Insert(q.buf, q.head, items...) }
-
-// pop appends up to n of the oldest items to dst.
-func (q *queue[T]) pop(dst []T, n int) []T {
-	n = min(n, q.len())
-	dst = append(dst, q.buf[q.head:q.head+n]...)
-	clear(q.buf[q.head : q.head+n])
-	if q.head += n; q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	}
-	return dst
 }

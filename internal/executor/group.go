@@ -19,13 +19,13 @@ func window(name string) {
 
 // note publishes p's hints. Called with mu held, after they may change.
 func (p *Pool[T]) note() {
-	p.spareHint.Store(int64(max(p.queue.len()-p.coming, 0)))
+	p.spareHint.Store(int64(max(p.queue.Len()-p.coming, 0)))
 	p.freeHint.Store(int64(p.free()))
 }
 
 // free returns p's goroutines that wait for work, or are on their way to
 // its queue beyond the items there. Called with mu held.
-func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.len(), 0) }
+func (p *Pool[T]) free() int { return p.idle + max(p.coming-p.queue.Len(), 0) }
 
 // freeElsewhere returns the free goroutines of other pools, by their hints.
 func (g *Group[T]) freeElsewhere(p *Pool[T]) (n int) {
@@ -49,7 +49,7 @@ func lockPair[T any](a, b *Pool[T]) {
 // move moves k items, oldest first, from from's queue to to's, and wakes
 // goroutines of to for them. Called with both locks held.
 func move[T any](from, to *Pool[T], k int) {
-	to.queue.buf = from.queue.pop(to.queue.buf, k)
+	to.queue.Take(&from.queue, k)
 	to.wake()
 	from.note()
 	to.note()
@@ -65,10 +65,10 @@ func (p *Pool[T]) give() {
 		}
 		window("give")
 		lockPair(p, q)
-		if k := min(p.queue.len()-p.coming, q.free()); k > 0 {
+		if k := min(p.queue.Len()-p.coming, q.free()); k > 0 {
 			move(p, q, k)
 		}
-		left := p.queue.len() > p.coming // none once closed
+		left := p.queue.Len() > p.coming // none once closed
 		p.mu.Unlock()
 		q.mu.Unlock()
 		if !left {
@@ -115,7 +115,7 @@ func (p *Pool[T]) steal() bool {
 	window("steal")
 	lockPair(p, v)
 	defer v.mu.Unlock()
-	if n := v.queue.len() - v.coming; n <= 0 { // none once closed
+	if n := v.queue.Len() - v.coming; n <= 0 { // none once closed
 		v.note()
 	} else if v.aged() {
 		move(v, p, 1)

@@ -102,7 +102,7 @@ func TestGroupStaleFreeHintStrandsItem(t *testing.T) {
 		close(relB1)
 		synctest.Wait()
 		q.mu.Lock()
-		gs, idle, coming, queued := len(q.workers), q.idle, q.coming, q.queue.len()
+		gs, idle, coming, queued := len(q.workers), q.idle, q.coming, q.queue.Len()
 		q.mu.Unlock()
 		free := q.freeHint.Load()
 		t.Logf("pool 1: gs=%d idle=%d coming=%d queued=%d; hint free=%d", gs, idle, coming, queued, free)

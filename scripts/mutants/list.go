@@ -235,19 +235,19 @@ var mutants = []mutant{
 		why: "a late thief steals half of the items that waited behind a stuck goroutine, in one batch",
 	},
 	{
-		name: "stuck-late", file: "internal/executor/watch.go",
+		name: "stuck-late", file: "internal/executor/pool.go",
 		old: "if in < g.c.Stall {",
 		new: "if in <= g.c.Stall {",
 		why: "a goroutine in one item for exactly the stall delay is not yet stuck: work behind it waits a look longer",
 	},
 	{
-		name: "mark-at-now", file: "internal/executor/watch.go",
+		name: "mark-at-now", file: "internal/executor/pool.go",
 		old: "w.mark, w.markAt = m, p.lastLook",
 		new: "w.mark, w.markAt = m, now",
 		why: "the watch takes an item to have started when it first sees it, not at the look before: late by up to a look",
 	},
 	{
-		name: "no-goroutine-per-item", file: "internal/executor/watch.go",
+		name: "no-goroutine-per-item", file: "internal/executor/pool.go",
 		old: "return max(min(items, maxExtra-extra), min(size, items))",
 		new: "return min(size, items)",
 		why: "when every goroutine of a pool is stuck, the watch starts Workers more, not one per waiting item",
@@ -266,7 +266,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "wake-one", file: "internal/executor/pool.go",
-		old: "for ; p.idle > 0 && p.coming < p.queue.len(); p.idle-- {",
+		old: "for ; p.idle > 0 && p.coming < p.queue.Len(); p.idle-- {",
 		new: "for ; p.idle > 0 && p.coming < 1; p.idle-- {",
 		why: "a Submit wakes one idle goroutine, however many items it queues",
 	},
@@ -278,12 +278,12 @@ var mutants = []mutant{
 	},
 	{
 		name: "take-no-arm", file: "internal/executor/pool.go",
-		old: "if len(w.batch) > 1 || p.queue.len() > p.coming {",
+		old: "if len(w.batch) > 1 || p.queue.Len() > p.coming {",
 		new: "if false {",
 		why: "a goroutine that takes a batch of several items has no watch look at its pool: a thief's stolen batch waits behind a blocked item",
 	},
 	{
-		name: "watch-quarters-only", file: "internal/executor/watch.go",
+		name: "watch-quarters-only", file: "internal/executor/pool.go",
 		old: "next = min(next, w.markAt+g.c.Stall)",
 		new: "_ = next",
 		why: "the watch looks only a quarter of the stall delay after its last look, not when a goroutine is due to be stuck: late by every look that came late",
@@ -301,9 +301,9 @@ var mutants = []mutant{
 		why: "Shut ends a watch whose timer has fired as if it had stopped it: Wait returns while its look is still to run, which then ends it again",
 	},
 	{
-		name: "look-never-ends-watch", file: "internal/executor/watch.go",
-		old: "\tp.mu.Unlock()\n\tp.g.looks.Done()\n",
-		new: "\tp.mu.Unlock()\n",
+		name: "look-never-ends-watch", file: "internal/executor/pool.go",
+		old: "\t\tg.looks.Done()\n\t\treturn\n",
+		new: "\t\treturn\n",
 		why: "a look that finds nothing waiting leaves the watch counted: Wait after Shut waits for ever",
 	},
 	{
@@ -403,7 +403,7 @@ var mutants = []mutant{
 		why: "a wheel context whose wheel parent has ended reads as live until the ender reaches it",
 	},
 	{
-		name: "busy-ignored", file: "internal/executor/watch.go",
+		name: "busy-ignored", file: "internal/executor/pool.go",
 		old: "\t\tbusy := going == 0 && g.c.Busy()",
 		new: "\t\tbusy := false",
 		why: "when goroutines wait for a processor, a pool that looks all stuck still gets a goroutine per item",
