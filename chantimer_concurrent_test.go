@@ -237,25 +237,19 @@ func TestConcurrentTickerSystemStop(t *testing.T) {
 			}
 			var wg sync.WaitGroup
 			quit := make(chan struct{})
-			for i, tk := range tickers {
-				wg.Go(func() {
-					rng := rand.New(rand.NewPCG(uint64(round), uint64(i)))
-					for {
-						select {
-						case <-quit:
-							return
-						case <-tk.C:
-						default:
-						}
-						switch rng.IntN(3) {
-						case 0:
-							tk.Stop()
-						default:
-							tk.Reset(time.Duration(1+rng.IntN(2000)) * time.Microsecond)
-						}
-					}
-				})
-			}
+			hammer(&wg, len(tickers), uint64(round), quit, func(i int, rng *rand.Rand) {
+				tk := tickers[i]
+				select {
+				case <-tk.C:
+				default:
+				}
+				switch rng.IntN(3) {
+				case 0:
+					tk.Stop()
+				default:
+					tk.Reset(time.Duration(1+rng.IntN(2000)) * time.Microsecond)
+				}
+			})
 			spinFor(time.Duration(round%5+1) * time.Millisecond)
 			if left := st.Stop(); len(left) != 0 {
 				t.Fatalf("round %d: SystemTimer.Stop returned %d timers", round, len(left))

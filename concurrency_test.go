@@ -56,6 +56,26 @@ func preempting(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 }
 
+// hammer starts n goroutines on wg that call op over and over until quit
+// is closed. Goroutine g passes op its index and a random source of its
+// own, seeded by seed and g, so that a failing round draws the same
+// operations again.
+func hammer(wg *sync.WaitGroup, n int, seed uint64, quit <-chan struct{}, op func(g int, rng *rand.Rand)) {
+	for g := range n {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				op(g, rng)
+			}
+		})
+	}
+}
+
 // counted is a timer whose runs are counted.
 type counted struct {
 	t    Timer
@@ -708,24 +728,14 @@ func TestConcurrentPeriodicSystemStop(t *testing.T) {
 			}
 			quit := make(chan struct{})
 			var wg sync.WaitGroup
-			for g := range 4 {
-				wg.Go(func() {
-					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
-					for {
-						select {
-						case <-quit:
-							return
-						default:
-						}
-						tm := timers[rng.IntN(len(timers))]
-						if rng.IntN(2) == 0 {
-							tm.Stop()
-						} else {
-							_, _ = tm.TryReset(time.Duration(rng.IntN(1500)) * time.Microsecond)
-						}
-					}
-				})
-			}
+			hammer(&wg, 4, uint64(round), quit, func(_ int, rng *rand.Rand) {
+				tm := timers[rng.IntN(len(timers))]
+				if rng.IntN(2) == 0 {
+					tm.Stop()
+				} else {
+					_, _ = tm.TryReset(time.Duration(rng.IntN(1500)) * time.Microsecond)
+				}
+			})
 			var left []*Timer
 			if fromCallback {
 				left = <-stopped

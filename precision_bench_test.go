@@ -81,22 +81,19 @@ func precisionWait(st *timingwheel.SystemTimer, kind string) func(time.Duration)
 			<-time.NewTimer(d).C
 			return time.Now()
 		}
-	case st != nil:
-		return func(d time.Duration) time.Time {
-			ctx, cancel := st.WithTimeout(context.Background(), d)
-			<-ctx.Done()
-			now := time.Now()
-			cancel()
-			return now
-		}
-	default:
-		return func(d time.Duration) time.Time {
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			<-ctx.Done()
-			now := time.Now()
-			cancel()
-			return now
-		}
+	}
+	// "context": the wheel's and the context package's WithTimeout are
+	// measured by the same wait.
+	withTimeout := context.WithTimeout
+	if st != nil {
+		withTimeout = st.WithTimeout
+	}
+	return func(d time.Duration) time.Time {
+		ctx, cancel := withTimeout(context.Background(), d)
+		<-ctx.Done()
+		now := time.Now()
+		cancel()
+		return now
 	}
 }
 

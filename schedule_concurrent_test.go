@@ -299,44 +299,34 @@ func scheduleStressRound(t *testing.T, sysStop bool, seed uint64) {
 
 	stopRace := make(chan struct{})
 	var wg sync.WaitGroup
-	for g := range 6 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(seed, uint64(g)))
-			for {
-				select {
-				case <-stopRace:
-					return
-				default:
-				}
-				s := shared[rng.IntN(len(shared))]
-				stopped := r.sysStopped.Load() // before the call: it holds during it
-				switch rng.IntN(4) {
-				case 0:
-					s.reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
-				case 1:
-					if s.stop() && stopped {
-						t.Errorf("%s: Stop returned true after SystemTimer.Stop", s.name)
-					}
-				case 2:
-					s.started.Add(1)
-					_, err := s.tm.TryReset(time.Duration(rng.IntN(3000)) * time.Microsecond)
-					s.finished.Add(1)
-					if stopped && !errors.Is(err, timingwheel.ErrStopped) {
-						t.Errorf("%s: TryReset after SystemTimer.Stop = %v; want ErrStopped", s.name, err)
-					} else if !stopped && err != nil && !errors.Is(err, timingwheel.ErrStopped) {
-						t.Errorf("%s: TryReset: %v", s.name, err)
-					}
-				case 3:
-					s.stop()
-					s.reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
-				}
-				if n := st.Len(); n > len(all) {
-					t.Errorf("Len is %d with %d series", n, len(all))
-				}
-				spinFor(time.Duration(rng.IntN(1000)) * time.Microsecond) // leave the series time to run
+	timingwheel.Hammer(&wg, 6, seed, stopRace, func(_ int, rng *rand.Rand) {
+		s := shared[rng.IntN(len(shared))]
+		stopped := r.sysStopped.Load() // before the call: it holds during it
+		switch rng.IntN(4) {
+		case 0:
+			s.reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		case 1:
+			if s.stop() && stopped {
+				t.Errorf("%s: Stop returned true after SystemTimer.Stop", s.name)
 			}
-		})
-	}
+		case 2:
+			s.started.Add(1)
+			_, err := s.tm.TryReset(time.Duration(rng.IntN(3000)) * time.Microsecond)
+			s.finished.Add(1)
+			if stopped && !errors.Is(err, timingwheel.ErrStopped) {
+				t.Errorf("%s: TryReset after SystemTimer.Stop = %v; want ErrStopped", s.name, err)
+			} else if !stopped && err != nil && !errors.Is(err, timingwheel.ErrStopped) {
+				t.Errorf("%s: TryReset: %v", s.name, err)
+			}
+		case 3:
+			s.stop()
+			s.reset(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		}
+		if n := st.Len(); n > len(all) {
+			t.Errorf("Len is %d with %d series", n, len(all))
+		}
+		spinFor(time.Duration(rng.IntN(1000)) * time.Microsecond) // leave the series time to run
+	})
 	var left []*timingwheel.Timer
 	racer := make(chan struct{})
 	go func() {

@@ -32,6 +32,7 @@ import (
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/httptimeout"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -751,7 +752,7 @@ func TestEquivalenceHTTP1(t *testing.T) { testEquivalenceServer(t, modeHTTP1) }
 func TestEquivalenceHTTP2(t *testing.T) { testEquivalenceServer(t, modeHTTP2) }
 
 func testEquivalenceServer(t *testing.T, m mode) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			want := runServer(t, m, sc, http.TimeoutHandler)

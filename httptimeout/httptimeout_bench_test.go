@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/httptimeout"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,7 +50,7 @@ func serverRequest(tb testing.TB) *http.Request {
 // TestAllocs pins the promise that the wheel's handler allocates no more
 // than net/http's per request.
 func TestAllocs(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	r := serverRequest(t)
 	allocs := map[string]float64{}
 	for name, h := range handlers(st) {
@@ -67,7 +68,7 @@ func TestAllocs(t *testing.T) {
 // BenchmarkServeHTTP compares the cost of a request that returns in time,
 // without the network, on all cores.
 func BenchmarkServeHTTP(b *testing.B) {
-	st := newTimer(b)
+	st := wheeltest.New(b)
 	for _, name := range []string{"stdlib", "wheel"} {
 		h := handlers(st)[name]
 		b.Run(name, func(b *testing.B) {

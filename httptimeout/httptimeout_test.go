@@ -16,12 +16,13 @@ import (
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/httptimeout"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNewPanicsOnNil(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	assert.PanicsWithValue(t, "httptimeout: New: nil Handler", func() { httptimeout.New(st, nil, time.Second, "") })
 }
 
@@ -51,7 +52,7 @@ func TestNewNilTimerIsDefault(t *testing.T) {
 // TestFastPassesThrough: a handler that returns in time gives the client the
 // same response through the timeout handler as without it.
 func TestFastPassesThrough(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	direct := func(h http.Handler, _ time.Duration, _ string) http.Handler { return h }
 	for _, m := range []mode{modeHTTP1, modeHTTP2} {
 		for _, sc := range scenarios() {
@@ -77,7 +78,7 @@ func TestFastPassesThrough(t *testing.T) {
 // out, on one SystemTimer.
 func TestConcurrentRequests(t *testing.T) {
 	const n = 1000
-	st := newTimer(t)
+	st := wheeltest.New(t)
 
 	var arrived atomic.Int32
 	allIn := make(chan struct{}) // closed when every handler has started

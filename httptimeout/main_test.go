@@ -5,25 +5,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/internal/defaulttimer"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 // The default SystemTimer (New(nil, ...)) never stops in a program: it is
 // stopped after the tests, so that goleak reports only real leaks.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(defaulttimer.Main(m)) }
-
-// newTimer returns a running SystemTimer that is stopped when the test ends.
-func newTimer(t testing.TB) *timingwheel.SystemTimer {
-	t.Helper()
-	st, err := timingwheel.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Stop() })
-	return st
-}
 
 // A logBuffer is a log destination that tests can read and wait on.
 type logBuffer struct {

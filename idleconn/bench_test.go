@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel/idleconn"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 )
 
 // instantReads is a loopback TCP connection whose Read returns at once
@@ -57,7 +58,7 @@ func loopbackConn(b *testing.B) *net.TCPConn {
 //	go test -run '^$' -bench Deadline -count 10 ./idleconn | benchstat -col /how -
 func BenchmarkDeadline(b *testing.B) {
 	const idle = 30 * time.Second
-	st := newTimer(b)
+	st := wheeltest.New(b)
 	buf := make([]byte, 64)
 	b.Run("how=SetReadDeadline", func(b *testing.B) {
 		c := instantReads{loopbackConn(b)}

@@ -69,6 +69,19 @@ func newConfig(idle time.Duration, opts []Option) (config, error) {
 	return c, nil
 }
 
+// resolve is what Wrap and Listen make of their arguments other than the
+// conn or listener: the config, and the SystemTimer, Default for a nil st.
+func resolve(st *timingwheel.SystemTimer, idle time.Duration, opts []Option) (*timingwheel.SystemTimer, config, error) {
+	cfg, err := newConfig(idle, opts)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if st == nil {
+		st = timingwheel.Default()
+	}
+	return st, cfg, nil
+}
+
 // Bits of Conn.state. Each is set once and never cleared.
 const (
 	stExpired     = 1 << iota // the idle timeout has passed: I/O fails
@@ -116,12 +129,9 @@ func Wrap(c net.Conn, st *timingwheel.SystemTimer, idle time.Duration, opts ...O
 	if c == nil {
 		return nil, errNilConn
 	}
-	cfg, err := newConfig(idle, opts)
+	st, cfg, err := resolve(st, idle, opts)
 	if err != nil {
 		return nil, err
-	}
-	if st == nil {
-		st = timingwheel.Default()
 	}
 	w, err := wrap(c, st, &cfg)
 	if err != nil {
@@ -147,33 +157,25 @@ func wrap(c net.Conn, st *timingwheel.SystemTimer, cfg *config) (*Conn, error) {
 // Read reads from the connection. A Read that returns data pushes the idle
 // deadline back. Once the idle timeout has passed, Read fails with a
 // timeout error (os.ErrDeadlineExceeded), until Close.
-func (c *Conn) Read(b []byte) (int, error) {
-	if c.state.Load()&(stExpired|stOwnerClosed) == stExpired {
-		return 0, c.timeoutError("read")
-	}
-	n, err := c.conn.Read(b)
-	if n > 0 {
-		c.touch()
-	}
-	if err != nil {
-		err = c.fix(err, "read")
-	}
-	return n, err
-}
+func (c *Conn) Read(b []byte) (int, error) { return c.transfer("read", c.conn.Read, b) }
 
 // Write writes to the connection. A Write that writes data pushes the idle
 // deadline back. Once the idle timeout has passed, Write fails with a
 // timeout error (os.ErrDeadlineExceeded), until Close.
-func (c *Conn) Write(b []byte) (int, error) {
+func (c *Conn) Write(b []byte) (int, error) { return c.transfer("write", c.conn.Write, b) }
+
+// transfer is Read and Write, which differ only in the call to the
+// underlying conn, rw, and in op, the name their errors give.
+func (c *Conn) transfer(op string, rw func([]byte) (int, error), b []byte) (int, error) {
 	if c.state.Load()&(stExpired|stOwnerClosed) == stExpired {
-		return 0, c.timeoutError("write")
+		return 0, c.timeoutError(op)
 	}
-	n, err := c.conn.Write(b)
+	n, err := rw(b)
 	if n > 0 {
 		c.touch()
 	}
 	if err != nil {
-		err = c.fix(err, "write")
+		err = c.fix(err, op)
 	}
 	return n, err
 }
@@ -347,12 +349,9 @@ func Listen(l net.Listener, st *timingwheel.SystemTimer, idle time.Duration, opt
 	if l == nil {
 		return nil, errNilListener
 	}
-	cfg, err := newConfig(idle, opts)
+	st, cfg, err := resolve(st, idle, opts)
 	if err != nil {
 		return nil, err
-	}
-	if st == nil {
-		st = timingwheel.Default()
 	}
 	return &listener{Listener: l, st: st, cfg: cfg}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/idleconn"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func inEachMode(t *testing.T, idle time.Duration, test func(t *testing.T, m mode
 	for _, m := range modes() {
 		t.Run(m.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
+				st := wheeltest.New(t)
 				srv, cli := net.Pipe()
 				defer cli.Close()
 				c, err := idleconn.Wrap(srv, st, idle, m.opts...)
@@ -160,7 +161,7 @@ func TestCutBoundsSynctest(t *testing.T) {
 	for _, m := range append(modes(), mode{"slack>idle", []idleconn.Option{idleconn.WithSlack(time.Second)}, 300*time.Millisecond + 2*tick, false}) {
 		t.Run(m.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
+				st := wheeltest.New(t)
 				const (
 					idle  = 300 * time.Millisecond
 					conns = 40
@@ -357,7 +358,7 @@ func TestDataRacingTheCutSynctest(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	srv, cli := net.Pipe()
 	defer cli.Close()
 	defer srv.Close()
@@ -406,7 +407,7 @@ func TestBadInput(t *testing.T) {
 // TestTimerCannotArm: Wrap says why st could not arm the timer, and
 // leaves the conn open.
 func TestTimerCannotArm(t *testing.T) {
-	full := newTimer(t, timingwheel.WithMaxPending(1))
+	full := wheeltest.New(t, timingwheel.WithMaxPending(1))
 	srv, cli := net.Pipe()
 	defer cli.Close()
 	defer srv.Close()
@@ -417,7 +418,7 @@ func TestTimerCannotArm(t *testing.T) {
 	assert.ErrorIs(t, err, timingwheel.ErrTooManyPending)
 	assert.ErrorContains(t, err, "idleconn: Wrap: ")
 
-	stopped := newTimer(t)
+	stopped := wheeltest.New(t)
 	stopped.Stop()
 	_, err = idleconn.Wrap(srv, stopped, time.Hour)
 	assert.ErrorIs(t, err, timingwheel.ErrStopped)
@@ -435,7 +436,7 @@ func (stubConn) Close() error                { return nil }
 // TestAllocs pins that a Read or Write through a Conn allocates nothing,
 // in either mode.
 func TestAllocs(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	for _, m := range modes() {
 		c, err := idleconn.Wrap(stubConn{}, st, time.Hour, m.opts...)
 		require.NoError(t, err)
@@ -464,7 +465,7 @@ func TestNoDeadlineSupportSynctest(t *testing.T) {
 	for _, m := range modes() {
 		t.Run(m.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
+				st := wheeltest.New(t)
 				const idle = time.Second
 				srv, cli := net.Pipe()
 				defer cli.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/idleconn"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +71,7 @@ func dial(t *testing.T, ln net.Listener) net.Conn {
 func TestLoopbackBlockedIO(t *testing.T) {
 	for _, m := range modes() {
 		t.Run(m.name, func(t *testing.T) {
-			st := newTimer(t)
+			st := wheeltest.New(t)
 			const idle = 250 * time.Millisecond
 			ln := listen(t, st, idle, m.opts...)
 			acc := accept(t, ln)
@@ -140,7 +141,7 @@ type connOutcome struct {
 }
 
 func testConns(t *testing.T, m mode, conns int) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	const (
 		idle    = time.Second
 		every   = 20 * time.Millisecond // an active client's pace
@@ -270,7 +271,7 @@ func testConns(t *testing.T, m mode, conns int) {
 func TestLoopbackHTTPServer(t *testing.T) {
 	for _, m := range []mode{modes()[0], modes()[2]} {
 		t.Run(m.name, func(t *testing.T) {
-			st := newTimer(t)
+			st := wheeltest.New(t)
 			const idle = time.Second
 			ln := listen(t, st, idle, m.opts...)
 			var closedMu sync.Mutex // guards closedAt
@@ -341,7 +342,7 @@ func TestLoopbackHTTPServer(t *testing.T) {
 // give an idle timer, and says why: a full wheel is a temporary error, after
 // which Accept works again; a stopped one ends http.Server's Serve.
 func TestListenWhenTheTimerCannotArm(t *testing.T) {
-	st := newTimer(t, timingwheel.WithMaxPending(1))
+	st := wheeltest.New(t, timingwheel.WithMaxPending(1))
 	ln := listen(t, st, time.Hour)
 
 	acc := accept(t, ln)

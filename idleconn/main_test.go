@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/internal/defaulttimer"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -18,15 +16,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(defaulttimer.Main(m)) }
 
 // tick is the tick of the SystemTimers of the tests: New's default.
 const tick = time.Millisecond
-
-// newTimer returns a running SystemTimer that is stopped when the test ends.
-func newTimer(t testing.TB, opts ...timingwheel.Option) *timingwheel.SystemTimer {
-	t.Helper()
-	st, err := timingwheel.New(opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Stop() })
-	return st
-}
 
 // readOrWrite writes b to c if write, else reads into it.
 func readOrWrite(c net.Conn, write bool, b []byte) error {

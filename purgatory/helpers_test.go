@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-timingwheel/timingwheel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -22,15 +21,6 @@ func newP[K comparable](t testing.TB, opts ...Option) *Purgatory[K] {
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-// newTimer returns a SystemTimer that the test stops when it ends.
-func newTimer(t testing.TB, opts ...timingwheel.Option) *timingwheel.SystemTimer {
-	t.Helper()
-	st, err := timingwheel.New(opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Stop() })
-	return st
 }
 
 // testOp completes once ready is set and it is tried. It counts every

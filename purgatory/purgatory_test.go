@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func TestNewOptions(t *testing.T) {
 		{"nil option", []Option{nil}, "nil Option"},
 		{"nil timer", []Option{WithTimer(nil)}, "WithTimer(nil)"},
 		{"nil after func", []Option{WithAfterFunc(nil)}, "WithAfterFunc(nil)"},
-		{"timer and after func", []Option{WithTimer(newTimer(t)), WithAfterFunc(afterFunc)}, "give one of them"},
+		{"timer and after func", []Option{WithTimer(wheeltest.New(t)), WithAfterFunc(afterFunc)}, "give one of them"},
 		{"negative interval", []Option{WithPurgeInterval(-1)}, "WithPurgeInterval(-1)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestNewOptions(t *testing.T) {
 	})
 
 	t.Run("caller's timer is not stopped by Close", func(t *testing.T) {
-		st := newTimer(t)
+		st := wheeltest.New(t)
 		p, err := New[string](WithTimer(st), WithPurgeInterval(7))
 		require.NoError(t, err)
 		assert.Same(t, st, p.st)
@@ -127,7 +128,7 @@ func TestBadInput(t *testing.T) {
 // ---- TryCompleteElseWatch ----
 
 func TestTryCompleteElseWatchCompletesAtOnce(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	p := newP[string](t, WithTimer(st))
 	op := newOp(time.Hour)
 	op.ready.Store(true)
@@ -144,7 +145,7 @@ func TestTryCompleteElseWatchCompletesAtOnce(t *testing.T) {
 }
 
 func TestTryCompleteElseWatchWatches(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	p := newP[string](t, WithTimer(st))
 	op := newOp(time.Hour)
 	done, err := p.TryCompleteElseWatch(op, "a", "b", "a", "c", "b")
@@ -188,7 +189,7 @@ func TestTryCompleteElseWatchWatches(t *testing.T) {
 // would: the operation is not watched yet, so only the second try can see
 // the change.
 func TestSecondTryCatchesChangeDuringWatch(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	p := newP[string](t, WithTimer(st))
 	op := newOp(time.Hour)
 	op.tryHook = func(n int32) {
@@ -212,7 +213,7 @@ func TestSecondTryCatchesChangeDuringWatch(t *testing.T) {
 // TestRefusedOperationIsNotWatched: when the timeout cannot be armed, the
 // operation is given back, unwatched, and never tried again.
 func TestRefusedOperationIsNotWatched(t *testing.T) {
-	st := newTimer(t, timingwheel.WithMaxPending(1))
+	st := wheeltest.New(t, timingwheel.WithMaxPending(1))
 	p := newP[string](t, WithTimer(st))
 	filler, err := st.AfterFunc(time.Hour, func() {})
 	require.NoError(t, err)
@@ -413,7 +414,7 @@ func TestZeroTimeoutExpiresAtOnce(t *testing.T) {
 
 func TestCompletionStopsTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newTimer(t)
+		st := wheeltest.New(t)
 		p := newP[string](t, WithTimer(st))
 		op := newOp(time.Second)
 		_, err := p.TryCompleteElseWatch(op, "a")
@@ -438,7 +439,7 @@ func TestCompletionStopsTimer(t *testing.T) {
 // ---- ForceComplete and the purge ----
 
 func TestForceComplete(t *testing.T) {
-	st := newTimer(t)
+	st := wheeltest.New(t)
 	p := newP[string](t, WithTimer(st))
 	op := newOp(time.Hour)
 	assert.False(t, op.ForceComplete(), "before submission")
@@ -564,7 +565,7 @@ func TestExpiryAfterCancel(t *testing.T) {
 // the timeout: no timer must be left behind.
 func TestCancelDuringWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newTimer(t)
+		st := wheeltest.New(t)
 		p := newP[string](t, WithTimer(st))
 		op := newOp(time.Second)
 		var canceled []Operation
@@ -630,7 +631,7 @@ func TestClose(t *testing.T) {
 
 func TestCloseWithCallersTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newTimer(t)
+		st := wheeltest.New(t)
 		p := newP[string](t, WithTimer(st))
 		op := newOp(time.Second)
 		_, err := p.TryCompleteElseWatch(op, "k")
@@ -653,7 +654,7 @@ func TestCloseDuringTryCompleteElseWatch(t *testing.T) {
 	for _, try := range []int32{1, 2} {
 		t.Run(fmt.Sprintf("try %d", try), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := newTimer(t)
+				st := wheeltest.New(t)
 				p := newP[string](t, WithTimer(st))
 				op := newOp(time.Second)
 				var left []Operation
