@@ -54,6 +54,26 @@ func TestOneNanosecondTickLargestDelays(t *testing.T) {
 	}
 }
 
+// TestPushedBackIntoTheNextTickRunsAfterItsTick: two timers due at a
+// tick's end share a bucket, which expires at that deadline; one of them,
+// pushed back by a Reset into the next tick, still sits in the bucket and
+// must run after the other, in deadline order, not in the order they were
+// armed. (Deadlines on a tick's end are the rule with a mock clock.)
+func TestPushedBackIntoTheNextTickRunsAfterItsTick(t *testing.T) {
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	defer st.Stop()
+	var order []string
+	a, err := st.AfterFunc(time.Millisecond, func() { order = append(order, "a") })
+	require.NoError(t, err)
+	_, err = st.AfterFunc(time.Millisecond, func() { order = append(order, "b") })
+	require.NoError(t, err)
+	require.True(t, a.Reset(2*time.Millisecond)) // later: a stays in the bucket
+	fc.Add(5 * time.Millisecond)
+	st.step()
+	assert.Equal(t, []string{"b", "a"}, order)
+}
+
 // TestHorizonNeverEarly: a deadline beyond the horizon of a 1ns tick
 // (2^60 ticks, 36 years) is kept for ever, never fired at the horizon.
 func TestHorizonNeverEarly(t *testing.T) {

@@ -108,7 +108,8 @@ type shard struct {
 	nextPace   int64
 	paceQueued bool
 	// transitTick is the tick of the level-0 bucket whose timers are in
-	// transit: one of them due later has been pushed back by a Reset.
+	// transit (see place): one of them due later has been pushed back by
+	// a Reset.
 	transitTick int64
 
 	_ [64]byte // the driver's words below are read by every arming on the shard
@@ -244,8 +245,11 @@ func (sh *shard) place(t *Timer, v, now int64, exact bool) (due bool) {
 		return false
 	}
 	// The wheel has passed d, or, for a timer of the level-0 bucket the
-	// driver is expiring (exact unset), it is at d: the bucket's tick.
-	if when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {
+	// driver is expiring (exact unset), d is the bucket's tick. Not the
+	// tick after the wheel time: a bucket that expires at a deadline on a
+	// tick's end has moved the wheel to its own tick, and a timer a Reset
+	// pushed back into the next one must run after the bucket's others.
+	if when <= now && (d <= sh.c0 || !exact && d <= sh.transitTick) {
 		return true
 	}
 	if d <= sh.c0 {

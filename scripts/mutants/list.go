@@ -307,6 +307,12 @@ var mutants = []mutant{
 		why: "a look that finds nothing waiting leaves the watch counted: Wait after Shut waits for ever",
 	},
 	{
+		name: "transit-next-tick", file: "timingwheel.go",
+		old: "!exact && d <= sh.transitTick) {",
+		new: "!exact && d == sh.c0+1) {",
+		why: "a timer a Reset pushed into the tick after its bucket's runs with the bucket, ahead of the bucket's own timers, when the bucket expired at a deadline on its tick's end",
+	},
+	{
 		name: "level0-key-tick", file: "timingwheel.go",
 		old: "\t\tif k == 0 && exact {\n\t\t\tkey = when",
 		new: "\t\tif false {\n\t\t\tkey = when",
