@@ -320,13 +320,13 @@ var mutants = []mutant{
 	},
 	{
 		name: "due-by-tick", file: "timingwheel.go",
-		old: "\tif when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {",
-		new: "\tif d <= sh.c0 || !exact && d == sh.c0+1 {",
+		old: "\tif when <= now && (d <= sh.c0 || !exact && d <= sh.transitTick) {",
+		new: "\tif d <= sh.c0 || !exact && d <= sh.transitTick {",
 		why: "a timer whose tick the wheel has reached is due, though its deadline, later in the tick, has not come: early",
 	},
 	{
 		name: "transit-waits-tick", file: "timingwheel.go",
-		old: "\tif when <= now && (d <= sh.c0 || !exact && d == sh.c0+1) {",
+		old: "\tif when <= now && (d <= sh.c0 || !exact && d <= sh.transitTick) {",
 		new: "\tif when <= now && d <= sh.c0 {",
 		why: "the timers of a bucket expired at its earliest deadline wait for the end of the tick: late",
 	},
