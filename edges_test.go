@@ -56,9 +56,10 @@ func TestOneNanosecondTickLargestDelays(t *testing.T) {
 
 // TestPushedBackIntoTheNextTickRunsAfterItsTick: two timers due at a
 // tick's end share a bucket, which expires at that deadline; one of them,
-// pushed back by a Reset into the next tick, still sits in the bucket and
+// pushed back by a Reset into the next tick, still sits in the bucket. It
 // must run after the other, in deadline order, not in the order they were
-// armed. (Deadlines on a tick's end are the rule with a mock clock.)
+// armed; and at once if its deadline has passed, not at the end of its
+// tick. (Deadlines on a tick's end are the rule with a mock clock.)
 func TestPushedBackIntoTheNextTickRunsAfterItsTick(t *testing.T) {
 	fc := newFakeClock()
 	st := newManual(t, fc)
@@ -68,8 +69,8 @@ func TestPushedBackIntoTheNextTickRunsAfterItsTick(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.AfterFunc(time.Millisecond, func() { order = append(order, "b") })
 	require.NoError(t, err)
-	require.True(t, a.Reset(2*time.Millisecond)) // later: a stays in the bucket
-	fc.Add(5 * time.Millisecond)
+	require.True(t, a.Reset(1500*time.Microsecond)) // later: a stays in the bucket
+	fc.Add(1700 * time.Microsecond)                 // past a's deadline, not its tick's end
 	st.step()
 	assert.Equal(t, []string{"b", "a"}, order)
 }

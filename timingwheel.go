@@ -245,13 +245,15 @@ func (sh *shard) place(t *Timer, v, now int64, exact bool) (due bool) {
 		return false
 	}
 	// The wheel has passed d, or, for a timer of the level-0 bucket the
-	// driver is expiring (exact unset), d is the bucket's tick. Not the
-	// tick after the wheel time: a bucket that expires at a deadline on a
-	// tick's end has moved the wheel to its own tick, and a timer a Reset
-	// pushed back into the next one must run after the bucket's others.
+	// driver is expiring (exact unset), d is the bucket's tick. A timer
+	// of that bucket due later was pushed back by a Reset since it was
+	// placed: it must run after the bucket's others, so it is placed
+	// again as a new timer is, by its deadline, and runs at once if that
+	// has passed.
 	if when <= now && (d <= sh.c0 || !exact && d <= sh.transitTick) {
 		return true
 	}
+	exact = exact || d > sh.transitTick
 	if d <= sh.c0 {
 		d = sh.c0 + 1
 	}

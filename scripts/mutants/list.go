@@ -313,6 +313,12 @@ var mutants = []mutant{
 		why: "a timer a Reset pushed into the tick after its bucket's runs with the bucket, ahead of the bucket's own timers, when the bucket expired at a deadline on its tick's end",
 	},
 	{
+		name: "pushed-back-by-tick", file: "timingwheel.go",
+		old: "\texact = exact || d > sh.transitTick\n",
+		new: "",
+		why: "a timer a Reset pushed into the tick after its bucket's waits for that tick's end, though its deadline has passed: late",
+	},
+	{
 		name: "level0-key-tick", file: "timingwheel.go",
 		old: "\t\tif k == 0 && exact {\n\t\t\tkey = when",
 		new: "\t\tif false {\n\t\t\tkey = when",
