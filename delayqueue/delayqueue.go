@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/go-timingwheel/timingwheel/internal/timerfd"
 )
 
 // ErrClosed is returned by [Queue.Offer] and [Queue.Push] after [Queue.Close].
@@ -34,12 +36,14 @@ const recheckEvery = time.Millisecond
 type Queue[T any] struct {
 	clock   clock.Clock
 	realClk bool
+	precise bool // realClk, outside a synctest bubble: Poll may use fine
 
-	// pollMu serializes pollers and guards timer and recheck, which only the
-	// goroutine inside Poll touches.
+	// pollMu serializes pollers and guards timer, recheck and fine, which
+	// only the goroutine inside Poll touches.
 	pollMu  sync.Mutex
 	timer   *clock.Timer
 	recheck *time.Timer
+	fine    *timerfd.Waker // made by the first Poll that sleeps; nil outside Linux
 
 	// mu guards items, seq and closed.
 	mu     sync.Mutex
@@ -69,12 +73,24 @@ func New[T any](c clock.Clock) *Queue[T] {
 	if c == nil {
 		c = clock.New()
 	}
+	realClk := reflect.TypeOf(c) == reflect.TypeOf(clock.New())
 	return &Queue[T]{
 		clock:   c,
-		realClk: reflect.TypeOf(c) == reflect.TypeOf(clock.New()),
+		realClk: realClk,
+		precise: realClk && !fakeTime(),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+}
+
+// fakeTime reports whether the time package's clock is a synctest bubble's.
+// A bubble's time starts at midnight UTC 2000-01-01 and carries no monotonic
+// reading; a real time.Now on Linux always carries one. A timerfd's goroutine
+// must not live in a bubble: a goroutine parked in the poller is not durably
+// blocked, so the bubble's time would never move.
+func fakeTime() bool {
+	now := time.Now()
+	return now == now.Round(0) || now.Year() < 2001
 }
 
 // Offer adds v, to become available at at, and wakes a blocked Poll if v is
@@ -125,6 +141,7 @@ func (q *Queue[T]) Poll() (v T, at time.Time, ok bool) {
 			return v, at, false
 		}
 		var due <-chan time.Time
+		var fine <-chan struct{}
 		if !at.IsZero() {
 			q.arm(wait)
 			// A clock that is not the real one may have moved between
@@ -133,6 +150,9 @@ func (q *Queue[T]) Poll() (v T, at time.Time, ok bool) {
 				continue
 			}
 			due = q.timer.C
+			if q.precise {
+				fine = q.armFine(wait)
+			}
 		}
 		var recheck <-chan time.Time
 		if !q.realClk {
@@ -140,6 +160,7 @@ func (q *Queue[T]) Poll() (v T, at time.Time, ok bool) {
 		}
 		select {
 		case <-due:
+		case <-fine:
 		case <-q.wake:
 		case <-q.done:
 		case <-recheck:
@@ -188,6 +209,26 @@ func (q *Queue[T]) arm(d time.Duration) {
 	default:
 	}
 	q.timer.Reset(d)
+}
+
+// armFine arms the timerfd beside q.timer, for the wake the runtime's timer
+// gives a millisecond late when every processor is idle (package timerfd
+// says why). Whichever comes first wakes Poll, which then reads the clock:
+// an early or stale signal costs a loop, never an early item. It returns nil
+// where there is no timerfd. Called with pollMu held.
+func (q *Queue[T]) armFine(d time.Duration) <-chan struct{} {
+	if q.fine == nil {
+		if q.fine = timerfd.New(); q.fine == nil {
+			q.precise = false
+			return nil
+		}
+	}
+	select {
+	case <-q.fine.C: // stale: from an arming this one replaces
+	default:
+	}
+	q.fine.Arm(d)
+	return q.fine.C
 }
 
 func (q *Queue[T]) armRecheck() <-chan time.Time {
@@ -241,6 +282,10 @@ func (q *Queue[T]) Close() []T {
 	}
 	if q.recheck != nil {
 		q.recheck.Stop()
+	}
+	if q.fine != nil {
+		q.fine.Close()
+		q.fine = nil
 	}
 	q.pollMu.Unlock()
 	return left

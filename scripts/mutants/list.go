@@ -450,4 +450,16 @@ var mutants = []mutant{
 		new: "\t\t\tif sh.countPush(pc) && false || when < sh.wakeAt.Load() {",
 		why: "a re-arm without the lock never drains the stack it pushed on, however deep",
 	},
+	{
+		name: "fine-alarm-late", file: "delayqueue/delayqueue.go",
+		old: "\tq.fine.Arm(d)\n",
+		new: "\tq.fine.Arm(d + time.Hour)\n",
+		why: "the timerfd never wakes Poll before the runtime's timer: a due item waits for the poller's millisecond rounding",
+	},
+	{
+		name: "timerfd-in-bubble", file: "delayqueue/delayqueue.go",
+		old: "\treturn now == now.Round(0) || now.Year() < 2001\n",
+		new: "\treturn false\n",
+		why: "a queue made in a synctest bubble parks a goroutine in the poller, and the bubble's time never moves",
+	},
 }

@@ -55,6 +55,7 @@ var stages = []stage{
 	{name: "windows", binary: "plain", run: "Window"},
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
 	{name: "internal packages", dir: ".", pkgs: "./internal/..."},
+	{name: "delay queue", dir: ".", pkgs: "./delayqueue"},
 	{name: "locality", dir: ".", pkgs: ".", tags: "timingwheel_locality", run: "TestLocality", noRace: true},
 	{name: "placement", dir: ".", pkgs: ".", run: "TestShardLocality|TestProcCount|TestPushCount", noRace: true},
 	{name: "suite, failpoints", binary: "failpoints", run: concurrency},

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package timerfd
+
+import "time"
+
+type sys struct{}
+
+func start(chan<- struct{}) (sys, bool) { return sys{}, false }
+func (*sys) arm(time.Duration)          {}
+func (*sys) close()                     {}
