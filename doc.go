@@ -97,13 +97,17 @@
 // A deadline is kept to 16ns (the unit of the state word, rounded up), not
 // rounded to the tick. A bucket of level 0 comes due at the earliest
 // deadline it holds, so a timer alone in its bucket, the common case for a
-// short timeout, runs at its deadline, about as late as a runtime timer.
-// When a bucket expires, its timers not yet due are queued again at the end
-// of the tick: a crowded tick (a storm) is expired at most twice, and its
-// timers run in [deadline, end of their tick]. Rounding to the end of the
-// tick, as the wheels of Kafka, tokio and Linux do, would cost a millisecond
-// on Go: the runtime's netpoller sleeps in whole milliseconds, so a sleep
-// to a fraction of a millisecond ends up to a millisecond late.
+// short timeout, runs at its deadline. When a bucket expires, its timers
+// not yet due are queued again at the end of the tick: a crowded tick (a
+// storm) is expired at most twice, and its timers run in [deadline, end of
+// their tick].
+//
+// A driver sleeps on a runtime timer and, on Linux with the real clock, on
+// a timerfd armed for the same instant (internal/timerfd); the first to
+// fire wakes it. On an idle machine the runtime's timer alone comes up to a
+// millisecond late: the netpoller sleeps in whole milliseconds. The timerfd
+// ends that sleep at once. It costs a descriptor and a goroutine per shard
+// and a system call each time a driver sleeps with a deadline ahead.
 //
 // Nothing ever runs before its deadline, on any clock; Kafka's SystemTimer
 // runs callbacks up to a tick early. [SystemTimer.AfterFunc] with d <= 0
@@ -210,9 +214,6 @@
 // Once Stop has returned true, or the timer's function has returned, and no
 // other call on the timer is under way, the library holds no pointer to
 // the timer: the struct holding it may be zeroed, pooled and bound again.
-// (A Stop that finds the timer still on its shard's incoming stack takes it
-// off: by one CAS if it is on top, as it is when nothing else was armed on
-// the shard since; else by draining the stack under the shard's lock.)
 //
 // # Bounds
 //
@@ -277,8 +278,7 @@
 // from such a wheel context, read before anything looked at the wheel
 // context, and a Done channel taken before the cancel, closed a goroutine
 // hop later. A parent with an AfterFunc method of its own is followed
-// through it. (Tying the wheel context to the parent as a standard child
-// would give it the parent's errors and never DeadlineExceeded.)
+// through it.
 //
 // The wheel releases a context's entry as soon as it ends. A context the
 // SystemTimer cannot hold is canceled at birth with context.Canceled, its

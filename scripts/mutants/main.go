@@ -33,8 +33,11 @@ type mutant struct {
 const concurrency = "Concurrent|Stress|Starvation"
 
 // A stage is part of one of the CI's commands. The stages run in turn and a
-// run stops at the first that fails: the window tests first, since they
-// kill a mutant of their window in a second, then the package's other
+// run stops at the first that fails: the delay queue's tests of its
+// timerfd first (a second; a timerfd in a synctest bubble stops the
+// bubble's time, and the tests after would wait out their timeout), then
+// the window tests, since they kill a mutant of their window in a second,
+// then the package's other
 // tests (deterministic, a minute), those of the internal packages (the
 // executor's), the instrumented locality test and the placement tests
 // without the race detector (under it, pushers count on the shard), then
@@ -51,11 +54,11 @@ type stage struct {
 }
 
 var stages = []stage{
+	{name: "delay queue's alarm", dir: ".", pkgs: "./delayqueue", run: "TestPollWakesByTheFineAlarm|TestNoTimerfdInABubble"},
 	{name: "windows, failpoints", binary: "failpoints", run: "Window"},
 	{name: "windows", binary: "plain", run: "Window"},
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
 	{name: "internal packages", dir: ".", pkgs: "./internal/..."},
-	{name: "delay queue", dir: ".", pkgs: "./delayqueue"},
 	{name: "locality", dir: ".", pkgs: ".", tags: "timingwheel_locality", run: "TestLocality", noRace: true},
 	{name: "placement", dir: ".", pkgs: ".", run: "TestShardLocality|TestProcCount|TestPushCount", noRace: true},
 	{name: "suite, failpoints", binary: "failpoints", run: concurrency},
