@@ -84,13 +84,14 @@ func New[T any](c clock.Clock) *Queue[T] {
 }
 
 // fakeTime reports whether the time package's clock is a synctest bubble's.
-// A bubble's time starts at midnight UTC 2000-01-01 and carries no monotonic
-// reading; a real time.Now on Linux always carries one. A timerfd's goroutine
+// A bubble's time carries no monotonic reading, where a real time.Now on
+// Linux always does, and starts at midnight UTC 2000-01-01 (a year no real
+// clock shows: one that was never set shows 1970). A timerfd's goroutine
 // must not live in a bubble: a goroutine parked in the poller is not durably
 // blocked, so the bubble's time would never move.
 func fakeTime() bool {
 	now := time.Now()
-	return now == now.Round(0) || now.Year() < 2001
+	return now == now.Round(0) || now.Year() == 2000
 }
 
 // Offer adds v, to become available at at, and wakes a blocked Poll if v is
