@@ -12,6 +12,7 @@ package delayqueue
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 
@@ -36,14 +37,15 @@ const recheckEvery = time.Millisecond
 type Queue[T any] struct {
 	clock   clock.Clock
 	realClk bool
-	precise bool // realClk, outside a synctest bubble: Poll may use fine
+	precise bool // realClk, until Poll finds it cannot make fine
 
 	// pollMu serializes pollers and guards timer, recheck and fine, which
 	// only the goroutine inside Poll touches.
 	pollMu  sync.Mutex
 	timer   *clock.Timer
 	recheck *time.Timer
-	fine    *timerfd.Waker // made by the first Poll that sleeps; nil outside Linux
+	fine    *timerfd.Waker  // made by the first Poll that sleeps; nil outside Linux
+	unfine  runtime.Cleanup // closes fine once q is unreachable
 
 	// mu guards items, seq and closed.
 	mu     sync.Mutex
@@ -77,21 +79,20 @@ func New[T any](c clock.Clock) *Queue[T] {
 	return &Queue[T]{
 		clock:   c,
 		realClk: realClk,
-		precise: realClk && !fakeTime(),
+		precise: realClk,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 }
 
-// fakeTime reports whether the time package's clock is a synctest bubble's.
-// A bubble's time carries no monotonic reading, where a real time.Now on
-// Linux always does, and starts at midnight UTC 2000-01-01 (a year no real
-// clock shows: one that was never set shows 1970). A timerfd's goroutine
-// must not live in a bubble: a goroutine parked in the poller is not durably
-// blocked, so the bubble's time would never move.
+// fakeTime reports whether the time package's clock, for the calling
+// goroutine, is a synctest bubble's: a bubble's time carries no monotonic
+// reading, where a real time.Now on Linux always does. A timerfd's
+// goroutine must not live in a bubble: a goroutine parked in the poller is
+// not durably blocked, so the bubble's time would never move.
 func fakeTime() bool {
 	now := time.Now()
-	return now == now.Round(0) || now.Year() == 2000
+	return now == now.Round(0)
 }
 
 // Offer adds v, to become available at at, and wakes a blocked Poll if v is
@@ -216,13 +217,23 @@ func (q *Queue[T]) arm(d time.Duration) {
 // gives a millisecond late when every processor is idle (package timerfd
 // says why). Whichever comes first wakes Poll, which then reads the clock:
 // an early or stale signal costs a loop, never an early item. It returns nil
-// where there is no timerfd. Called with pollMu held.
+// where there is no timerfd, or in a synctest bubble. Called with pollMu
+// held.
+//
+// The timerfd's goroutine starts in the poller's bubble, if any, and lives
+// until Close, or until q is unreachable: a Queue nobody closes leaks
+// nothing more than it did without one.
 func (q *Queue[T]) armFine(d time.Duration) <-chan struct{} {
 	if q.fine == nil {
+		if fakeTime() {
+			q.precise = false
+			return nil
+		}
 		if q.fine = timerfd.New(); q.fine == nil {
 			q.precise = false
 			return nil
 		}
+		q.unfine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)
 	}
 	select {
 	case <-q.fine.C: // stale: from an arming this one replaces
@@ -285,6 +296,7 @@ func (q *Queue[T]) Close() []T {
 		q.recheck.Stop()
 	}
 	if q.fine != nil {
+		q.unfine.Stop()
 		q.fine.Close()
 		q.fine = nil
 	}

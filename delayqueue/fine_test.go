@@ -1,12 +1,14 @@
 package delayqueue
 
 import (
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel/internal/timerfd"
+	"go.uber.org/goleak"
 )
 
 // stoppedTimers is the real clock with timers that never fire: those of a
@@ -18,14 +20,20 @@ type stoppedTimers struct {
 
 func (c stoppedTimers) Timer(d time.Duration) *clock.Timer { return c.stopped.Timer(d) }
 
+func haveTimerfd() bool {
+	w := timerfd.New()
+	if w != nil {
+		w.Close()
+	}
+	return w != nil
+}
+
 // TestPollWakesByTheFineAlarm: with the real clock, Poll sleeps on the
 // timerfd beside the runtime's timer, and either wakes it. The runtime's
 // timers here never fire.
 func TestPollWakesByTheFineAlarm(t *testing.T) {
-	if w := timerfd.New(); w == nil {
+	if !haveTimerfd() {
 		t.Skip("no timerfd here")
-	} else {
-		w.Close()
 	}
 	q := New[int](stoppedTimers{clock.New(), clock.NewMock()})
 	q.realClk, q.precise = true, true // the real clock, but for its timers
@@ -54,23 +62,65 @@ func TestPollWakesByTheFineAlarm(t *testing.T) {
 
 // TestNoTimerfdInABubble: in a synctest bubble the queue keeps to the
 // runtime's timers, which the bubble fakes; a timerfd's goroutine parked in
-// the poller would stop the bubble's time. Outside, it uses one.
+// the poller would stop the bubble's time. Outside, it uses one; with a
+// mock clock, never.
 func TestNoTimerfdInABubble(t *testing.T) {
+	if fakeTime() {
+		t.Fatal("the real clock taken for a bubble's")
+	}
 	synctest.Test(t, func(t *testing.T) {
+		if !fakeTime() {
+			t.Fatal("a bubble's clock taken for the real one") // before a Poll that would hang
+		}
 		q := New[int](nil)
 		defer q.Close()
-		if q.precise {
-			t.Fatal("a queue made in a bubble would use a timerfd")
-		}
 		q.Offer(1, time.Now().Add(time.Hour))
 		if _, at, _ := q.Poll(); !time.Now().Equal(at) {
 			t.Fatalf("Poll returned at %v, want %v", time.Now(), at)
 		}
+		if q.fine != nil {
+			t.Fatal("a queue polled in a bubble made a timerfd")
+		}
 	})
-	if q := New[int](nil); !q.precise {
-		t.Fatal("a queue on the real clock outside a bubble would not use a timerfd")
+	if !haveTimerfd() {
+		return
 	}
-	if q := New[int](clock.NewMock()); q.precise {
-		t.Fatal("a queue on a mock clock would use a timerfd")
+	for _, c := range []clock.Clock{nil, clock.NewMock()} {
+		q := New[int](c)
+		q.Offer(1, q.clock.Now().Add(time.Millisecond))
+		if c != nil {
+			go c.(*clock.Mock).Add(time.Millisecond)
+		}
+		q.Poll()
+		if made := q.fine != nil; made != (c == nil) {
+			t.Errorf("clock %T: made a timerfd: %v", c, made)
+		}
+		q.Close()
+	}
+}
+
+// TestTimerfdOfAnUnclosedQueueEnds: a Queue nobody closes keeps no
+// goroutine once it is unreachable (goleak checks).
+func TestTimerfdOfAnUnclosedQueueEnds(t *testing.T) {
+	made := func() bool { // q dies with this frame
+		q := New[int](nil)
+		q.Offer(1, time.Now().Add(100*time.Microsecond))
+		q.Poll()
+		return q.fine != nil
+	}()
+	if !made {
+		t.Skip("no timerfd here")
+	}
+	// q is unreachable: a collection queues its cleanup, which closes the
+	// timerfd. Under the race detector it may take more than one.
+	for i := 0; ; i++ {
+		runtime.GC()
+		err := goleak.Find() // retries a while itself
+		if err == nil {
+			return
+		}
+		if i == 10 {
+			t.Fatal(err)
+		}
 	}
 }

@@ -16,7 +16,7 @@
 // (or every 10ms), so the runtime timer is then the prompter of the two.
 // A caller selects on both and rechecks its clock, as after any wake.
 //
-// Outside Linux, New returns nil.
+// Outside Linux, and in the playground's fake-time build, New returns nil.
 package timerfd
 
 import "time"

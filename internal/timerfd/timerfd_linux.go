@@ -1,3 +1,5 @@
+//go:build linux && !faketime
+
 package timerfd
 
 import (
@@ -28,8 +30,14 @@ func start(c chan<- struct{}) (sys, bool) {
 	if errno != 0 {
 		return sys{}, false
 	}
-	// A non-blocking descriptor: os registers it with the poller.
+	// A non-blocking descriptor: os registers it with the poller, unless
+	// the kernel refuses (no memory, or epoll's watch limit); then reads
+	// would fail at once, and the file says it has no deadlines.
 	s := sys{fd: fd, f: os.NewFile(fd, "timerfd"), done: make(chan struct{})}
+	if s.f.SetReadDeadline(time.Time{}) != nil {
+		s.f.Close()
+		return sys{}, false
+	}
 	go s.read(c)
 	return s, true
 }
@@ -51,7 +59,10 @@ func (s *sys) read(c chan<- struct{}) {
 func (s *sys) arm(d time.Duration) {
 	// A relative time, counted from the call: the alarm cannot come before
 	// d has passed since the caller measured d.
-	spec := itimerspec{value: syscall.NsecToTimespec(int64(d))}
+	// An alarm more than a day out is set for a day: a Timespec's seconds
+	// have 32 bits on 32-bit Linux, and a wake before the time costs its
+	// caller one more look at the clock.
+	spec := itimerspec{value: syscall.NsecToTimespec(int64(min(d, 24*time.Hour)))}
 	// timerfd_settime does not block; RawSyscall spares the scheduler's
 	// entry and exit. It fails only on a bad descriptor or value, neither
 	// of which Arm can pass.

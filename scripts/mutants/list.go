@@ -458,8 +458,14 @@ var mutants = []mutant{
 	},
 	{
 		name: "timerfd-in-bubble", file: "delayqueue/delayqueue.go",
-		old: "\treturn now == now.Round(0) || now.Year() == 2000\n",
+		old: "\treturn now == now.Round(0)\n",
 		new: "\t_ = now\n\treturn false\n",
 		why: "a queue made in a synctest bubble parks a goroutine in the poller, and the bubble's time never moves",
+	},
+	{
+		name: "unclosed-keeps-timerfd", file: "delayqueue/delayqueue.go",
+		old: "\t\tq.unfine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)\n",
+		new: "\t\tq.unfine = runtime.AddCleanup(q, func(*timerfd.Waker) {}, q.fine)\n",
+		why: "a Queue dropped without Close keeps its timerfd and the goroutine that reads it for good",
 	},
 }

@@ -54,7 +54,7 @@ type stage struct {
 }
 
 var stages = []stage{
-	{name: "delay queue's alarm", dir: ".", pkgs: "./delayqueue", run: "TestPollWakesByTheFineAlarm|TestNoTimerfdInABubble"},
+	{name: "delay queue's alarm", dir: ".", pkgs: "./delayqueue", run: "TestPollWakesByTheFineAlarm|TestNoTimerfdInABubble|TestTimerfdOfAnUnclosedQueueEnds"},
 	{name: "windows, failpoints", binary: "failpoints", run: "Window"},
 	{name: "windows", binary: "plain", run: "Window"},
 	{name: "unit tests", binary: "plain", run: ".", skip: concurrency},
