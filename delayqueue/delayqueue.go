@@ -41,11 +41,11 @@ type Queue[T any] struct {
 
 	// pollMu serializes pollers and guards timer, recheck and fine, which
 	// only the goroutine inside Poll touches.
-	pollMu  sync.Mutex
-	timer   *clock.Timer
-	recheck *time.Timer
-	fine    *timerfd.Waker  // made by the first Poll that sleeps; nil outside Linux
-	unfine  runtime.Cleanup // closes fine once q is unreachable
+	pollMu    sync.Mutex
+	timer     *clock.Timer
+	recheck   *time.Timer
+	fine      *timerfd.Waker  // made by the first Poll that sleeps; nil outside Linux
+	closeFine runtime.Cleanup // closes fine once q is unreachable
 
 	// mu guards items, seq and closed.
 	mu     sync.Mutex
@@ -233,7 +233,7 @@ func (q *Queue[T]) armFine(d time.Duration) <-chan struct{} {
 			q.precise = false
 			return nil
 		}
-		q.unfine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)
+		q.closeFine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)
 	}
 	select {
 	case <-q.fine.C: // stale: from an arming this one replaces
@@ -296,7 +296,7 @@ func (q *Queue[T]) Close() []T {
 		q.recheck.Stop()
 	}
 	if q.fine != nil {
-		q.unfine.Stop()
+		q.closeFine.Stop()
 		q.fine.Close()
 		q.fine = nil
 	}

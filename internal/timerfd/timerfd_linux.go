@@ -58,10 +58,9 @@ func (s *sys) read(c chan<- struct{}) {
 
 func (s *sys) arm(d time.Duration) {
 	// A relative time, counted from the call: the alarm cannot come before
-	// d has passed since the caller measured d.
-	// An alarm more than a day out is set for a day: a Timespec's seconds
-	// have 32 bits on 32-bit Linux, and a wake before the time costs its
-	// caller one more look at the clock.
+	// d has passed since the caller measured d. One more than a day out is
+	// set for a day (a Timespec's seconds have 32 bits on 32-bit Linux): a
+	// wake before the time costs the caller one more look at the clock.
 	spec := itimerspec{value: syscall.NsecToTimespec(int64(min(d, 24*time.Hour)))}
 	// timerfd_settime does not block; RawSyscall spares the scheduler's
 	// entry and exit. It fails only on a bad descriptor or value, neither

@@ -464,8 +464,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "unclosed-keeps-timerfd", file: "delayqueue/delayqueue.go",
-		old: "\t\tq.unfine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)\n",
-		new: "\t\tq.unfine = runtime.AddCleanup(q, func(*timerfd.Waker) {}, q.fine)\n",
+		old: "\t\tq.closeFine = runtime.AddCleanup(q, (*timerfd.Waker).Close, q.fine)\n",
+		new: "\t\tq.closeFine = runtime.AddCleanup(q, func(*timerfd.Waker) {}, q.fine)\n",
 		why: "a Queue dropped without Close keeps its timerfd and the goroutine that reads it for good",
 	},
 }
