@@ -33,7 +33,7 @@ func init() {
 				"so reading the clock later never makes an implementation look early. early: callbacks run before their deadline.",
 			"CPU: process user+system time from the first AfterFunc to the last callback. " +
 				"schedule: wall time of the M AfterFunc calls (for go-zero, and its Flush).",
-			"target (M=1M): 0 early; p99 lateness ≤ 2 ms; max ≤ 5 ms; CPU ≤ 1.0 s.",
+			"target (M=1M): 0 early; p99 lateness ≤ 1 ms; max ≤ 3 ms; CPU ≤ 1.0 s.",
 		},
 
 		Cases: func(p Profile) []Case {

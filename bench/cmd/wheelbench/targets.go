@@ -51,9 +51,9 @@ var targets = []Target{
 	{Workload: "storm", At: "M=1M", Match: caseStarts("M=1M in "),
 		What: "early = 0", Eval: absolute("early", 0, Count)},
 	{Workload: "storm", At: "M=1M", Match: caseStarts("M=1M in "),
-		What: "p99 late ≤ 2ms", Eval: absolute("p99 late", 2e6, Duration)},
+		What: "p99 late ≤ 1ms", Eval: absolute("p99 late", 1e6, Duration)},
 	{Workload: "storm", At: "M=1M", Match: caseStarts("M=1M in "),
-		What: "max late ≤ 5ms", Eval: absolute("max late", 5e6, Duration)},
+		What: "max late ≤ 3ms", Eval: absolute("max late", 3e6, Duration)},
 	{Workload: "storm", At: "M=1M", Match: caseStarts("M=1M in "),
 		What: "CPU ≤ 1s", Eval: absolute("CPU", 1e9, Duration)},
 
@@ -72,7 +72,7 @@ var targets = []Target{
 		What: "allocs/Reset = 0", Eval: allocs("allocs/Reset", 0)},
 
 	{Workload: "reuse",
-		What: "ns/pair ≤ 0.7 × time.Timer's Reset+Stop", Eval: relative("ns/pair", runtimeName, 0.7)},
+		What: "ns/pair ≤ 0.9 × time.Timer's Reset+Stop", Eval: relative("ns/pair", runtimeName, 0.9)},
 	{Workload: "reuse",
 		What: "allocs/pair = 0", Eval: allocs("allocs/pair", 0)},
 
