@@ -681,6 +681,97 @@ func TestConcurrentPostponeNeverEarly(t *testing.T) {
 	})
 }
 
+// TestConcurrentPushBackIntoNextTick races Resets that push pending timers
+// back by a fraction of a tick, most of them into the tick after their
+// bucket's, against the driver expiring that bucket: shard.place's transit
+// case, where a timer pushed back since it was placed is placed again by its
+// exact deadline and runs at once if that has passed. Timers armed 1ms out
+// are each Reset(100µs-1ms) once, the Resets spread over 1.5ms, across the
+// fire. A Reset that reports true postponed a pending timer: it runs once,
+// not before the new deadline. One that reports false found it fired and
+// armed it again: it runs twice, the later run not before the new deadline.
+func TestConcurrentPushBackIntoNextTick(t *testing.T) {
+	type rec struct {
+		t    Timer
+		runs atomic.Int64
+		last atomic.Int64 // when the latest run started, ns since the round's base
+	}
+	stress(t, func(t *testing.T) {
+		st := newST(t, WithTick(time.Millisecond))
+		var postponed, refired int
+		for round := range iters(40) {
+			const n = 256
+			base := time.Now()
+			ran := make(chan struct{}, 2*n)
+			timers := make([]*rec, n)
+			for i := range timers {
+				r := &rec{}
+				st.Bind(&r.t, func() {
+					now := int64(time.Since(base))
+					for l := r.last.Load(); l < now && !r.last.CompareAndSwap(l, now); l = r.last.Load() {
+					}
+					r.runs.Add(1)
+					ran <- struct{}{}
+				})
+				timers[i] = r
+			}
+			armed := time.Since(base)
+			for _, r := range timers {
+				r.t.Reset(time.Millisecond)
+			}
+			was := make([]bool, n)
+			due := make([]time.Duration, n) // the last arming's deadline, since base
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(round), uint64(g)))
+					for i := g; i < n; i += 4 {
+						for at := armed + 1500*time.Microsecond*time.Duration(i)/n; time.Since(base) < at; {
+							runtime.Gosched()
+						}
+						d := time.Duration(100+rng.IntN(900)) * time.Microsecond
+						before := time.Since(base)
+						was[i] = timers[i].t.Reset(d)
+						due[i] = before + d
+					}
+				})
+			}
+			wg.Wait()
+			runs := 0
+			for _, w := range was {
+				runs += 2
+				if w {
+					runs--
+				}
+			}
+			for range runs {
+				select {
+				case <-ran:
+				case <-time.After(testwait.FailAfter):
+					t.Fatalf("round %d: fewer than the %d runs the Resets' results call for", round, runs)
+				}
+			}
+			waitIdle(t, st) // an extra run would be under way: counted below
+			for i, r := range timers {
+				want := int64(2)
+				if was[i] {
+					want = 1
+					postponed++
+				} else {
+					refired++
+				}
+				if got := r.runs.Load(); got != want {
+					t.Fatalf("round %d, timer %d: Reset reported %v, and the callback ran %d times (want %d)", round, i, was[i], got, want)
+				}
+				if last := time.Duration(r.last.Load()); last < due[i] {
+					t.Fatalf("round %d, timer %d: ran at %v, before its deadline %v", round, i, last, due[i])
+				}
+			}
+		}
+		t.Logf("postponed %d, found fired and armed again %d", postponed, refired)
+	})
+}
+
 // slowEvery is Every(d) with a Next that yields, to widen rearm's window
 // between unlocking and relocking the shard.
 type slowEvery time.Duration

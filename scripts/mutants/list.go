@@ -468,4 +468,10 @@ var mutants = []mutant{
 		new: "\t\tq.closeFine = runtime.AddCleanup(q, func(*timerfd.Waker) {}, q.fine)\n",
 		why: "a Queue dropped without Close keeps its timerfd and the goroutine that reads it for good",
 	},
+	{
+		name: "transit-ignores-clock", file: "timingwheel.go",
+		old: "\tif when <= now && (d <= sh.c0 || !exact && d <= sh.transitTick) {\n",
+		new: "\tif when <= now && d <= sh.c0 || !exact && d <= sh.transitTick {\n",
+		why: "a timer of the expiring bucket runs with it whatever its deadline: one a Reset pushed back runs early",
+	},
 }
