@@ -23,6 +23,7 @@
 //	timingwheel_timers_stopped_total          counter    Stats.Stopped
 //	timingwheel_timers_postponed_total        counter    Stats.Postponed
 //	timingwheel_timers_moved_total            counter    Stats.Moved
+//	timingwheel_timers_migrated_total         counter    Stats.Migrated
 //	timingwheel_timers_rejected_total         counter    Stats.Rejected
 //	timingwheel_timers_cascaded_total         counter    Stats.Cascaded
 //	timingwheel_callback_panics_total         counter    Stats.Panics
@@ -32,6 +33,9 @@
 //	timingwheel_executor_helpers              gauge      Stats.Helpers
 //	timingwheel_driver_lag_seconds            gauge      Stats.Lag
 //	timingwheel_wheel_levels                  gauge      Stats.Levels
+//
+// Stats.Tick, the SystemTimer's configuration rather than a measurement,
+// is not exported.
 //
 //	purgatory_delayed_operations              gauge      Stats.Delayed (Kafka's NumDelayedOperations)
 //	purgatory_watched_entries                 gauge      Stats.Watched (Kafka's PurgatorySize)
@@ -134,6 +138,8 @@ var timerMetrics = []metricDef[timingwheel.Stats]{
 		func(s *timingwheel.Stats) float64 { return float64(s.Postponed) }},
 	{counter, "timers_moved_total", "Resets that moved a pending timer to an earlier deadline.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Moved) }},
+	{counter, "timers_migrated_total", "Timers that a Reset re-arming them moved to the shard of the processor it ran on.",
+		func(s *timingwheel.Stats) float64 { return float64(s.Migrated) }},
 	{counter, "timers_rejected_total", "Armings refused because WithMaxPending's bound was reached.",
 		func(s *timingwheel.Stats) float64 { return float64(s.Rejected) }},
 	{counter, "timers_cascaded_total", "Timers moved from an expired bucket of a higher wheel level to a lower one.",

@@ -1,6 +1,7 @@
 package twprom_test
 
 import (
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -271,7 +272,23 @@ sessions_driver_lag_seconds{shard="a"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"sessions_timers_pending", "sessions_timers_fired_total", "sessions_driver_lag_seconds"))
-	assert.Equal(t, 15, testutil.CollectAndCount(c), "metrics of a SystemTimer")
+	assert.Equal(t, 16, testutil.CollectAndCount(c), "metrics of a SystemTimer")
+}
+
+// TestEveryStatsField: a collector exports a metric per field of the
+// snapshot, the lateness histogram included, but for the SystemTimer's
+// Tick, its configuration. A field added to Stats without a metric fails
+// here.
+func TestEveryStatsField(t *testing.T) {
+	fields := func(v any) int { return reflect.TypeOf(v).NumField() }
+	st := newTimer(t)
+	assert.Equal(t, fields(timingwheel.Stats{})-1, testutil.CollectAndCount(twprom.NewTimerCollector(st)),
+		"metrics of a SystemTimer: one per Stats field but Tick")
+	p, err := purgatory.New[int](purgatory.WithTimer(st))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	assert.Equal(t, fields(purgatory.Stats{}), testutil.CollectAndCount(twprom.NewPurgatoryCollector(p)),
+		"metrics of a Purgatory: one per Stats field")
 }
 
 // TestSeveralTimers: timers on one registry need a namespace apiece, or
