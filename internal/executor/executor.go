@@ -37,7 +37,9 @@ const (
 	// goroutines held up by a GC cycle look stuck too, and the soak saw
 	// 9,000 started at once that convoyed on the pool's lock.
 	maxExtra = 256
-	minEvery = 10 * time.Microsecond // bounds how often the watch wakes
+	// minEvery bounds how often the watch looks: a 1ns tick's stall delay
+	// would have it look back to back (TestWatchLooksAtMostEveryMinEvery).
+	minEvery = 10 * time.Microsecond
 )
 
 // defaultBusy is Config.Busy's default: the runtime's count of runnable

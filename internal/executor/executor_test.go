@@ -473,6 +473,41 @@ func TestBlockedWorkersDoNotHoldUpOthers(t *testing.T) {
 	})
 }
 
+// TestWatchLooksAtMostEveryMinEvery: with a stall delay far under
+// minEvery (a SystemTimer's WithTick(time.Nanosecond) gives its executor
+// 1ns) and more blocked items than the watch may start goroutines for at
+// once, the watch looks once per minEvery. Without the floor it would look
+// again at once, for ever, and hold a processor: here the hook lets the
+// items go after 10,000 looks, so that such a watch fails the test instead
+// of hanging it.
+func TestWatchLooksAtMostEveryMinEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var once sync.Once
+		letGo := func() { once.Do(func() { close(release) }) }
+		var looks atomic.Int64
+		windowHook = func(w string) {
+			if w == "look" && looks.Add(1) > 10_000 {
+				letGo()
+			}
+		}
+		t.Cleanup(func() { windowHook = nil })
+		const items = 100_000
+		var ran atomic.Int64
+		p := New(Config[int]{Workers: 1, Stall: time.Nanosecond, Run: func(int, *Batch) { <-release; ran.Add(1) }})
+		p.Submit(make([]int, items)...)
+		const over = time.Millisecond
+		time.Sleep(over) // the bubble's clock: every goroutine is blocked but the watch's timer
+		n := looks.Load()
+		letGo()
+		left := p.Close()
+		assert.Equal(t, int64(items), ran.Load()+int64(len(left)), "every item either ran or came back")
+		const floor = 10 * time.Microsecond // minEvery, pinned: a smaller one fails too
+		assert.LessOrEqual(t, n, int64(over/floor)+2, "looks in %v", over)
+		assert.Greater(t, n, int64(over/floor)/2, "the watch stopped looking while items waited")
+	})
+}
+
 func TestCloseReturnsUnstartedAndWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release, blocked := make(chan struct{}), make(chan struct{})

@@ -247,6 +247,12 @@ var mutants = []mutant{
 		why: "the watch takes an item to have started when it first sees it, not at the look before: late by up to a look",
 	},
 	{
+		name: "watch-no-floor", file: "internal/executor/executor.go",
+		old: "\tminEvery = 10 * time.Microsecond\n",
+		new: "\tminEvery = time.Nanosecond\n",
+		why: "the watch looks as often as a stall delay of a few nanoseconds asks, back to back",
+	},
+	{
 		name: "no-goroutine-per-item", file: "internal/executor/pool.go",
 		old: "return max(min(items, maxExtra-extra), min(size, items))",
 		new: "return min(size, items)",
