@@ -61,7 +61,9 @@ type SystemTimer struct {
 	shards     []shard
 	shardShift uint        // a timer's shard by address is the top bits of its address hash
 	procs      []procCount // each processor's count of pushes; see localShardPush
-	byAddress  bool        // withAddressShards
+	// fixedPlace: a timer's shard never depends on the processor
+	// (withAddressShards, or a single shard).
+	fixedPlace bool
 	// placeHook, set by tests before any timer is made, stands for the
 	// processor's shard in localShard, so that a test decides where a
 	// Reset moves a timer.
@@ -116,7 +118,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		workers:    c.workers,
 		stopped:    make(chan struct{}),
 		manual:     c.manual,
-		byAddress:  c.byAddress,
+		fixedPlace: c.byAddress,
 	}
 	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
 	// The unit of a state word's deadline: 16ns, or the largest power of
@@ -138,6 +140,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.urgentTicks = max(1, ceilDiv(int64(cascadeUrgent), st.tick))
 	st.waitDue.Store(math.MaxInt64)
 	st.shards = make([]shard, nshards)
+	st.fixedPlace = st.fixedPlace || nshards == 1
 	for i := range st.shards {
 		st.shards[i].init(st)
 	}
@@ -379,9 +382,14 @@ func (st *SystemTimer) localShard(def *shard) *shard {
 // push on the shard (shard.countPush). A caller that does not push after
 // all leaves a push counted that never came: the drain only comes sooner.
 func (st *SystemTimer) localShardPush(def *shard, push bool) (*shard, pushCount) {
-	if st.byAddress || len(st.shards) == 1 {
-		return def, countOnShard
+	if st.fixedPlace {
+		return def, countOnShard // inlined: a single shard pays no call
 	}
+	return st.procShardPush(def, push)
+}
+
+// procShardPush is localShardPush with several shards by processor.
+func (st *SystemTimer) procShardPush(def *shard, push bool) (*shard, pushCount) {
 	if st.placeHook != nil {
 		return st.placeHook(), countOnShard
 	}
