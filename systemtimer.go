@@ -118,7 +118,6 @@ func New(opts ...Option) (*SystemTimer, error) {
 		workers:    c.workers,
 		stopped:    make(chan struct{}),
 		manual:     c.manual,
-		fixedPlace: c.byAddress,
 	}
 	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
 	// The unit of a state word's deadline: 16ns, or the largest power of
@@ -140,7 +139,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 	st.urgentTicks = max(1, ceilDiv(int64(cascadeUrgent), st.tick))
 	st.waitDue.Store(math.MaxInt64)
 	st.shards = make([]shard, nshards)
-	st.fixedPlace = st.fixedPlace || nshards == 1
+	st.fixedPlace = c.byAddress || nshards == 1
 	for i := range st.shards {
 		st.shards[i].init(st)
 	}
