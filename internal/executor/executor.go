@@ -31,7 +31,7 @@ type Batch struct {
 
 const (
 	batchMax   = 16  // the most items a goroutine takes from the queue at once
-	stealMax   = 256 // the most items a goroutine steals at once
+	stealMax   = 256 // the most a thief takes: the victim's Submit waits for the copy (TestGroupStealTakesHalfAtMostStealMax)
 	yieldEvery = 32  // items a goroutine runs between yields
 	// maxExtra bounds the goroutines started one per item beyond Workers:
 	// goroutines held up by a GC cycle look stuck too, and the soak saw

@@ -462,3 +462,32 @@ func TestStallBoundWhenALookIsLate(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupStealTakesHalfAtMostStealMax: a thief takes half of another
+// pool's spare items, but at most stealMax, so that it holds the victim's
+// lock (which the victim's Submit, a shard's driver, waits for) for a
+// bounded copy, and a storm's queue is not moved back and forth in halves
+// between pools. Both pools' goroutines block in an item, so that only the
+// test's steal moves items; the stall delay is an hour, so no pool is aged.
+func TestGroupStealTakesHalfAtMostStealMax(t *testing.T) {
+	for _, c := range []struct{ spare, took int }{{11, 6}, {4*stealMax + 1, stealMax}} {
+		synctest.Test(t, func(t *testing.T) {
+			g, release, _ := blockedPair()
+			defer g.Close()
+			defer close(release)
+			victim, thief := g.Pool(0), g.Pool(1)
+			thief.Submit(0) // blocks pool 1's goroutine too
+			synctest.Wait()
+			victim.Submit(ints(c.spare + 1)[1:]...)
+			thief.mu.Lock()
+			require.True(t, thief.steal(), "a steal with %d spare", c.spare)
+			took := thief.queue.Len()
+			thief.mu.Unlock()
+			victim.mu.Lock()
+			left := victim.queue.Len()
+			victim.mu.Unlock()
+			assert.Equal(t, c.took, took, "items stolen of %d", c.spare)
+			assert.Equal(t, c.spare-c.took, left, "items left to the victim")
+		})
+	}
+}

@@ -253,6 +253,12 @@ var mutants = []mutant{
 		why: "the watch looks as often as a stall delay of a few nanoseconds asks, back to back",
 	},
 	{
+		name: "steal-unbounded", file: "internal/executor/group.go",
+		old: "move(v, p, min((n+1)/2, stealMax))",
+		new: "move(v, p, (n+1)/2)",
+		why: "a thief takes half of a pool's spare items however many there are",
+	},
+	{
 		name: "no-goroutine-per-item", file: "internal/executor/pool.go",
 		old: "return max(min(items, maxExtra-extra), min(size, items))",
 		new: "return min(size, items)",
