@@ -663,22 +663,36 @@ func TestConcurrentPostponeNeverEarly(t *testing.T) {
 			// show up as a run.
 			time.Sleep(5 * time.Millisecond)
 			waitIdle(t, st)
-			for i, c := range timers {
-				want := int64(1)
-				if was[i] {
-					want = 0
-					postponed++
-				} else {
-					fired++
-				}
-				if got := c.runs.Load(); got != want {
-					t.Fatalf("round %d, timer %d: Reset(1h) reported %v, and the callback ran %d times (want %d)", round, i, was[i], got, want)
-				}
+			p, f := checkResetRuns(t, round, was, 1, func(i int) int64 { return timers[i].runs.Load() })
+			postponed, fired = postponed+p, fired+f
+			for _, c := range timers {
 				c.t.Stop()
 			}
 		}
 		t.Logf("postponed %d, found fired %d", postponed, fired)
 	})
+}
+
+// checkResetRuns checks what a Reset's result says of the runs of the timer
+// it re-armed: true, it postponed a pending timer, which ran one time fewer
+// than it would have had the Reset found it fired (false). fired is that
+// count, runs(i) timer i's runs; was[i] is its Reset's result. It returns
+// how many Resets postponed, and how many found their timer fired.
+func checkResetRuns(t *testing.T, round int, was []bool, fired int64, runs func(i int) int64) (postponed, found int) {
+	t.Helper()
+	for i, w := range was {
+		want := fired
+		if w {
+			want--
+			postponed++
+		} else {
+			found++
+		}
+		if got := runs(i); got != want {
+			t.Fatalf("round %d, timer %d: Reset reported %v, and the callback ran %d times (want %d)", round, i, w, got, want)
+		}
+	}
+	return postponed, found
 }
 
 // TestConcurrentPushBackIntoNextTick races Resets that push pending timers
@@ -752,17 +766,9 @@ func TestConcurrentPushBackIntoNextTick(t *testing.T) {
 				}
 			}
 			waitIdle(t, st) // an extra run would be under way: counted below
+			p, f := checkResetRuns(t, round, was, 2, func(i int) int64 { return timers[i].runs.Load() })
+			postponed, refired = postponed+p, refired+f
 			for i, r := range timers {
-				want := int64(2)
-				if was[i] {
-					want = 1
-					postponed++
-				} else {
-					refired++
-				}
-				if got := r.runs.Load(); got != want {
-					t.Fatalf("round %d, timer %d: Reset reported %v, and the callback ran %d times (want %d)", round, i, was[i], got, want)
-				}
 				if last := time.Duration(r.last.Load()); last < due[i] {
 					t.Fatalf("round %d, timer %d: ran at %v, before its deadline %v", round, i, last, due[i])
 				}
