@@ -110,17 +110,25 @@ func TestGOMAXPROCSRaisedAfterNew(t *testing.T) {
 
 // TestToValueRoundsUpAndSaturates: a deadline becomes a state word's value
 // rounded up to the unit, never below it (never early), saturating at
-// maxValue (never) and at -maxValue, at every unit the tick allows.
+// maxValue (never) and at -maxValue, at every unit the tick allows; and
+// the fast path gives what the reference (the general computation) gives,
+// on both sides of where it ends.
 func TestToValueRoundsUpAndSaturates(t *testing.T) {
-	for _, tick := range []time.Duration{time.Millisecond, 24 * time.Nanosecond, 4 * time.Nanosecond, 3 * time.Nanosecond, time.Nanosecond} {
+	for _, tick := range []time.Duration{time.Millisecond, 24 * time.Nanosecond, 8 * time.Nanosecond, 4 * time.Nanosecond, 3 * time.Nanosecond, time.Nanosecond} {
 		st := &SystemTimer{tick: int64(tick)}
-		for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
-		}
-		st.vround = 1<<st.vshift - 1
+		st.setUnit()
 		unit := int64(1) << st.vshift
 		edge := min(maxValue, math.MaxInt64/unit) * unit // the largest deadline a value holds, or near it
-		for _, when := range []int64{math.MinInt64, -edge - 1, -5, -1, 0, 1, unit - 1, unit, unit + 1, 1e9 + 3, edge - 1, edge, edge + 1, math.MaxInt64 - unit, math.MaxInt64 - 1, math.MaxInt64} {
+		fast := int64(st.vfast)
+		for _, when := range []int64{math.MinInt64, -edge - 1, -5, -1, 0, 1, unit - 1, unit, unit + 1, 1e9 + 3, edge - 1, edge, edge + 1, fast - 1, fast, fast + 1, math.MaxInt64 - unit, math.MaxInt64 - 1, math.MaxInt64} {
 			v := st.toValue(when)
+			ref := int64(maxValue)
+			if r := when + st.vround; r >= when {
+				ref = max(min(r>>st.vshift, maxValue), -maxValue)
+			}
+			if v != ref {
+				t.Fatalf("tick %v: toValue(%d) = %d, want %d", tick, when, v, ref)
+			}
 			if v < -maxValue || v > maxValue {
 				t.Fatalf("tick %v: toValue(%d) = %d, outside ±maxValue", tick, when, v)
 			}

@@ -55,8 +55,9 @@ type SystemTimer struct {
 	// due ticks to it, and place keeps such timers in a list of their
 	// own, which no bucket expiry reaches.
 	neverTick int64
-	vshift    uint  // a state word's deadline is in units of 1<<vshift ns: see toValue
-	vround    int64 // 1<<vshift - 1: added before the shift, to round up
+	vshift    uint   // a state word's deadline is in units of 1<<vshift ns: see toValue
+	vround    int64  // 1<<vshift - 1: added before the shift, to round up
+	vfast     uint64 // deadlines in [0, vfast) neither overflow nor clamp in toValue
 
 	shards     []shard
 	shardShift uint        // a timer's shard by address is the top bits of its address hash
@@ -120,13 +121,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		manual:     c.manual,
 	}
 	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
-	// The unit of a state word's deadline: 16ns, or the largest power of
-	// two up to it that divides the tick. At 8ns and more every deadline
-	// a Duration reaches fits the word's 60 bits; below, those beyond 36
-	// years (at 1ns) never come, as before.
-	for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
-	}
-	st.vround = 1<<st.vshift - 1
+	st.setUnit()
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -303,12 +298,26 @@ func (st *SystemTimer) dueTick(when int64) int64 {
 	return min(ceilDiv(when, st.tick), st.neverTick)
 }
 
+// setUnit sets the unit of a state word's deadline: 16ns, or the largest
+// power of two up to it that divides the tick. At 8ns and more every
+// deadline a Duration reaches fits the word's 60 bits; below, those beyond
+// 36 years (at 1ns) never come.
+func (st *SystemTimer) setUnit() {
+	for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
+	}
+	st.vround = 1<<st.vshift - 1
+	st.vfast = min(uint64(maxValue)<<st.vshift, uint64(math.MaxInt64)+1) - uint64(st.vround)
+}
+
 // toValue returns the deadline when, in ns since the epoch, as a timer's
 // state word holds it: in units of 1<<vshift ns, rounded up, so that
 // nothing is early by it; maxValue if it lies beyond what the word holds
 // (it never comes). The unit divides the tick, so rounding up to it never
 // moves a deadline to a later tick.
 func (st *SystemTimer) toValue(when int64) int64 {
+	if uint64(when) < st.vfast { // one comparison on the path of every arming
+		return (when + st.vround) >> (st.vshift & 63)
+	}
 	r := when + st.vround
 	if r < when { // past math.MaxInt64: never
 		return maxValue

@@ -467,19 +467,10 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// moved the timer and a Stop stopped it again (ABA).
 			sh := t.shard()
 			// Owned and on no list: it moves to the shard of the
-			// processor that arms it, if that is another one. The
-			// processor counts the push if it lands on its shard.
+			// processor that arms it (see moveHere).
 			pc := countOnShard
-			if move {
-				to, c := st.localShardPush(sh, true)
-				if to != sh {
-					failpoint("reset:moving")
-					if t.moveTo(sh, to) {
-						sh, pc = to, c
-					}
-				} else {
-					pc = c
-				}
+			if move && !st.fixedPlace {
+				sh, pc = t.moveHere(sh)
 			}
 			failpoint("reset:arming")
 			if !sh.push(t) {
@@ -508,6 +499,22 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			return false, ErrStopped
 		}
 	}
+}
+
+// moveHere moves t, owned by the caller and on no list or stack, from sh
+// to the shard of the calling processor, if that is another one, and
+// returns the shard t is on and how its push is to be counted: by the
+// processor if it lands on the processor's shard (see localShardPush).
+func (t *Timer) moveHere(sh *shard) (*shard, pushCount) {
+	to, c := sh.st.procShardPush(sh, true)
+	if to == sh {
+		return sh, c
+	}
+	failpoint("reset:moving")
+	if t.moveTo(sh, to) {
+		return to, c
+	}
+	return sh, countOnShard
 }
 
 // follow moves t, not pending (w is the state word the caller read: idle,

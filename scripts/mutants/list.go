@@ -133,7 +133,7 @@ var mutants = []mutant{
 	},
 	{
 		name: "no-move", file: "timer.go",
-		old: "\t\t\tif move {\n",
+		old: "\t\t\tif move && !st.fixedPlace {\n",
 		new: "\t\t\tif false {\n",
 		why: "a Reset that re-arms a timer on another processor leaves it on its old shard",
 	},
