@@ -14,7 +14,7 @@ import (
 // queued-stopped, until the next drain; zeroing it cut the stack below it
 // off (those timers never ran, and SystemTimer.Stop never returned them),
 // and the drainer's read of the zeroed state raced with the caller's write
-// (TestResetAllocs under -race, in CI, 2026-11-24).
+// (TestResetAllocs under -race).
 
 func noop() {}
 

@@ -197,7 +197,7 @@ func (t *Timer) lockShard() *shard {
 // push then fails there. Moved, it could be armed on a shard Stop has not
 // closed yet, after an operation that found it on the closed shard said
 // the SystemTimer was stopped: a history no order of the calls gives
-// (found by conctest's TestLinearizableRacingStop, 2026-11-27).
+// (conctest's TestLinearizableRacingStop).
 func (t *Timer) moveTo(from, to *shard) bool {
 	from.mu.Lock()
 	touch(from, "move")

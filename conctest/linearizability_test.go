@@ -19,8 +19,8 @@ const childTimeout = 2 * time.Minute
 // that times out takes checkTimeout (2s), and when the first few of a run
 // did, the budget was spent after 8 histories, 5 of them unknown, and the
 // test failed though unknowns are 10-25% of a longer run (1 run in about
-// 30 of the TestLinearizable tests, with failpoints under -race, 2 cores;
-// 2026-11-27). At most n.
+// 30 of the TestLinearizable tests, with failpoints under -race, 2 cores).
+// At most n.
 func minChecks(n int) int { return min(n, 24) }
 
 // budget returns how many histories a test records at most, and for how
