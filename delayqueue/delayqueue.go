@@ -43,6 +43,8 @@ type Queue[T any] struct {
 	// only the goroutine inside Poll touches.
 	pollMu    sync.Mutex
 	timer     *clock.Timer
+	due       <-chan time.Time // receives when timer fires: see arm
+	ticks     chan time.Time   // 1-buffered: due, with a clock not the real one
 	recheck   *time.Timer
 	fine      *timerfd.Waker  // made by the first Poll that sleeps; nil outside Linux
 	closeFine runtime.Cleanup // closes fine once q is unreachable
@@ -80,6 +82,7 @@ func New[T any](c clock.Clock) *Queue[T] {
 		clock:   c,
 		realClk: realClk,
 		precise: realClk,
+		ticks:   make(chan time.Time, 1),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -151,7 +154,7 @@ func (q *Queue[T]) Poll() (v T, at time.Time, ok bool) {
 			if !q.clock.Now().Before(at) {
 				continue
 			}
-			due = q.timer.C
+			due = q.due
 			if q.precise {
 				fine = q.armFine(wait)
 			}
@@ -196,21 +199,39 @@ func (q *Queue[T]) poll() (v T, at time.Time, wait time.Duration, ok, closed boo
 	return head.v, head.at, 0, true, false
 }
 
-// arm makes q.timer fire after d, reusing it. Called with pollMu held.
+// arm makes q.due receive after d. Called with pollMu held.
+//
+// With the real clock, q.timer is a channel timer, reused (Go 1.23's Reset
+// leaves no stale tick in its channel; an older GODEBUG's may). With any
+// other clock it is an AfterFunc whose send never blocks: a clock.Mock's
+// channel timer sends its tick while holding the mock's lock, and one that
+// Mock.Add has chosen to fire, and not fired yet, puts its tick in the
+// channel after any drain before a Reset; fired again by the same Add, it
+// blocks on the full channel with the mock's lock held, and so does the
+// poller in Now (TestMockClockArmsNoChannelTimer). A stale tick only costs
+// Poll a loop.
 func (q *Queue[T]) arm(d time.Duration) {
-	if q.timer == nil {
-		q.timer = q.clock.Timer(d)
+	if !q.realClk {
+		if q.timer != nil {
+			q.timer.Stop()
+		}
+		q.timer, q.due = q.clock.AfterFunc(d, q.tick), q.ticks
 		return
 	}
-	// Stop, then drain, then Reset: a mock timer sends its tick while holding
-	// the mock's lock, so its 1-buffered channel must be empty when it can
-	// fire again.
-	q.timer.Stop()
-	select {
-	case <-q.timer.C:
-	default:
+	if q.timer == nil {
+		q.timer = q.clock.Timer(d)
+		q.due = q.timer.C
+		return
 	}
 	q.timer.Reset(d)
+}
+
+// tick is the function of a timer armed with a clock not the real one.
+func (q *Queue[T]) tick() {
+	select {
+	case q.ticks <- time.Time{}:
+	default: // one is there already
+	}
 }
 
 // armFine arms the timerfd beside q.timer, for the wake the runtime's timer
