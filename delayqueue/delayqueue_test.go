@@ -200,16 +200,7 @@ func TestMockClockNoMissedWakeup(t *testing.T) {
 	mock := clock.NewMock()
 	q := New[int](mock)
 	defer q.Close()
-	got := make(chan int)
-	go func() {
-		for {
-			v, _, ok := q.Poll()
-			if !ok {
-				return
-			}
-			got <- v
-		}
-	}()
+	got := pollAll(q)
 	for i := range 300 {
 		d := time.Duration(1+i%17) * time.Millisecond
 		require.NoError(t, q.Offer(i, mock.Now().Add(d)))
@@ -236,16 +227,7 @@ func TestMockClockArmsNoChannelTimer(t *testing.T) {
 	mock := noChannelTimers{clock.NewMock(), t, make(chan struct{}, 1)}
 	q := New[int](mock)
 	defer q.Close()
-	got := make(chan int)
-	go func() {
-		for {
-			v, _, ok := q.Poll()
-			if !ok {
-				return
-			}
-			got <- v
-		}
-	}()
+	got := pollAll(q)
 	for i := range 20 {
 		select {
 		case <-mock.armed: // of the item before: the queue is empty now
@@ -256,6 +238,22 @@ func TestMockClockArmsNoChannelTimer(t *testing.T) {
 		mock.Add(time.Millisecond)
 		require.Equal(t, i, testwait.Recv(t, got, "an item"))
 	}
+}
+
+// pollAll polls q until it is closed, and sends each item on the channel
+// it returns (unbuffered: the test receives each).
+func pollAll(q *Queue[int]) <-chan int {
+	got := make(chan int)
+	go func() {
+		for {
+			v, _, ok := q.Poll()
+			if !ok {
+				return
+			}
+			got <- v
+		}
+	}()
+	return got
 }
 
 // noChannelTimers is a mock clock whose channel timers fail the test. An
