@@ -403,7 +403,7 @@ func (st *SystemTimer) procShardPush(def *shard, push bool) (*shard, pushCount) 
 	}
 	id := proc.Pin()
 	sh, pc := &st.shards[id&(len(st.shards)-1)], countOnShard
-	if push && id < len(st.procs) && !raceEnabled {
+	if push && uint(id) < uint(len(st.procs)) && !raceEnabled {
 		c := &st.procs[id]
 		if c.pushes++; c.pushes >= pushBatch {
 			sh.pushed.Add(c.pushes)

@@ -467,10 +467,15 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 			// moved the timer and a Stop stopped it again (ABA).
 			sh := t.shard()
 			// Owned and on no list: it moves to the shard of the
-			// processor that arms it (see moveHere).
+			// processor that arms it, if that is another one, and its
+			// push is counted by the processor if it lands there (see
+			// localShardPush).
 			pc := countOnShard
 			if move && !st.fixedPlace {
-				sh, pc = t.moveHere(sh)
+				var to *shard
+				if to, pc = st.procShardPush(sh, true); to != sh {
+					sh, pc = t.moveAway(sh, to, pc)
+				}
 			}
 			failpoint("reset:arming")
 			if !sh.push(t) {
@@ -501,15 +506,14 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 	}
 }
 
-// moveHere moves t, owned by the caller and on no list or stack, from sh
-// to the shard of the calling processor, if that is another one, and
-// returns the shard t is on and how its push is to be counted: by the
-// processor if it lands on the processor's shard (see localShardPush).
-func (t *Timer) moveHere(sh *shard) (*shard, pushCount) {
-	to, c := sh.st.procShardPush(sh, true)
-	if to == sh {
-		return sh, c
-	}
+// moveAway moves t, owned by the caller and on no list or stack, from sh
+// to to, the shard of the calling processor, for resetTo, and returns the
+// shard t is on and how its push is to be counted (c, as procShardPush
+// said, if t moved). Out of line: resetTo pays for the lookup on every
+// re-arm, for the move only when the processor changed.
+//
+//go:noinline
+func (t *Timer) moveAway(sh, to *shard, c pushCount) (*shard, pushCount) {
 	failpoint("reset:moving")
 	if t.moveTo(sh, to) {
 		return to, c
