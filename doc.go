@@ -112,9 +112,9 @@
 // Nothing ever runs before its deadline, on any clock; Kafka's SystemTimer
 // runs callbacks up to a tick early. [SystemTimer.AfterFunc] with d <= 0
 // hands the callback to the executor at once. A [Ticker] whose period is
-// under the tick ticks at most once a tick. Deadlines at or beyond a
-// horizon (the largest [time.Duration] after New, or 36 years with ticks
-// under 8ns) never come.
+// under the tick ticks at most once a tick. Deadlines in the tick that
+// reaches the largest [time.Duration] after New, or beyond, never come (36
+// years with ticks under 8ns), at every tick.
 //
 // # Cores
 //

@@ -189,11 +189,16 @@ func runModel(t *testing.T, tick time.Duration, size int, r *byteReader, interle
 	var timers []*modelTimer
 	var ran []*modelTimer // order of runs within a step
 	nowNs := func() int64 { return int64(fc.Now().Sub(st.epoch)) }
-	// A deadline at or past the horizon, the largest Duration after New
-	// or 2^60 ticks, whichever is first, never comes.
-	horizon := min(math.MaxInt64/int64(tick), 1<<60-2) + 1
+	// A deadline in the tick that reaches the largest Duration after New,
+	// or past it, or past 2^60 ticks, never comes. A deadline is kept
+	// rounded up to 16ns, and is due in the tick of the rounded deadline.
+	horizon := min(ceilDiv(math.MaxInt64, int64(tick)), 1<<60-1)
 	dueTick := func(d time.Duration) int64 {
-		return min(ceilDiv(satAdd(nowNs(), int64(d)), int64(tick)), horizon)
+		when := satAdd(nowNs(), int64(d))
+		if when > math.MaxInt64-15 {
+			return horizon
+		}
+		return min(ceilDiv((when+15)&^15, int64(tick)), horizon)
 	}
 	ops := numOps
 	if interleaved {

@@ -4,10 +4,12 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTimerAloneFiresAtItsDeadline: a timer alone in its level-0 bucket
@@ -108,36 +110,67 @@ func TestGOMAXPROCSRaisedAfterNew(t *testing.T) {
 	}
 }
 
-// TestToValueRoundsUpAndSaturates: a deadline becomes a state word's value
-// rounded up to the unit, never below it (never early), saturating at
-// maxValue (never) and at -maxValue, at every unit the tick allows; and
-// the fast path gives what the reference (the general computation) gives,
-// on both sides of where it ends.
-func TestToValueRoundsUpAndSaturates(t *testing.T) {
-	for _, tick := range []time.Duration{time.Millisecond, 24 * time.Nanosecond, 8 * time.Nanosecond, 4 * time.Nanosecond, 3 * time.Nanosecond, time.Nanosecond} {
-		st := &SystemTimer{tick: int64(tick)}
-		st.setUnit()
-		unit := int64(1) << st.vshift
-		edge := min(maxValue, math.MaxInt64/unit) * unit // the largest deadline a value holds, or near it
-		fast := int64(st.vfast)
-		for _, when := range []int64{math.MinInt64, -edge - 1, -5, -1, 0, 1, unit - 1, unit, unit + 1, 1e9 + 3, edge - 1, edge, edge + 1, fast - 1, fast, fast + 1, math.MaxInt64 - unit, math.MaxInt64 - 1, math.MaxInt64} {
-			v := st.toValue(when)
-			ref := int64(maxValue)
-			if r := when + st.vround; r >= when {
-				ref = max(min(r>>st.vshift, maxValue), -maxValue)
-			}
-			if v != ref {
-				t.Fatalf("tick %v: toValue(%d) = %d, want %d", tick, when, v, ref)
-			}
-			if v < -maxValue || v > maxValue {
-				t.Fatalf("tick %v: toValue(%d) = %d, outside ±maxValue", tick, when, v)
-			}
-			if v < maxValue && v > -maxValue && v <= math.MaxInt64/unit && (v*unit < when || v*unit-when >= unit) {
-				t.Fatalf("tick %v: toValue(%d) = %d: %d ns, not the deadline rounded up to %d ns", tick, when, v, v*unit, unit)
-			}
-			if when >= 0 && v < 0 || when >= math.MaxInt64-unit && v != maxValue && v*unit < when {
-				t.Fatalf("tick %v: toValue(%d) = %d, early", tick, when, v)
-			}
+// TestToValueRoundsUp: a deadline becomes a state word's value rounded up
+// to the unit, 16ns, whatever the tick: never below it (never early), and
+// converted back, less than a unit above it; maxValue (never) only within
+// a unit of math.MaxInt64, where rounding up would pass the horizon.
+func TestToValueRoundsUp(t *testing.T) {
+	const unit = 1 << unitShift
+	st := &SystemTimer{}
+	for _, when := range []int64{math.MinInt64, math.MinInt64 + 1, -unit - 1, -unit, -5, -1, 0, 1, unit - 1, unit, unit + 1, 1e9 + 3,
+		math.MaxInt64 - 2*unit, math.MaxInt64 - unit, math.MaxInt64 - unit + 1, math.MaxInt64 - unit + 2, math.MaxInt64 - 1, math.MaxInt64} {
+		v := st.toValue(when)
+		if v > maxValue || v < -maxValue {
+			t.Fatalf("toValue(%d) = %d, outside ±maxValue", when, v)
 		}
+		if when > math.MaxInt64-(unit-1) {
+			if v != maxValue {
+				t.Fatalf("toValue(%d) = %d, want maxValue (never)", when, v)
+			}
+			continue
+		}
+		if back := st.fromValue(v); v == maxValue || back < when || back-when >= unit {
+			t.Fatalf("toValue(%d) = %d, back %d: not the deadline rounded up to %dns", when, v, back, unit)
+		}
+	}
+}
+
+// TestHorizonAtEveryTick: at every tick of 8ns and more, deadlines come up
+// to the horizon, the largest Duration after New, and those in its last
+// tick never come. A tick not a multiple of 16ns once made the state
+// word's unit 1, 2 or 4ns, and with it the horizon 36, 73 or 146 years: a
+// 200-year timer at 100ns never ran. And at a tick that divides
+// math.MaxInt64 (49ns), a deadline in the last tick went to a bucket that
+// no expiry reaches (the invariant check failed once the clock passed it)
+// instead of the never list.
+func TestHorizonAtEveryTick(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	for _, tick := range []time.Duration{time.Millisecond, time.Microsecond, 100, 49, 24, 12, 10, 8} {
+		t.Run(tick.String()+"/last tick", func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc, WithTick(tick))
+			for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1} {
+				_, err := st.AfterFunc(d, func() { t.Errorf("a deadline %v after New came", d) })
+				require.NoError(t, err)
+			}
+			st.step()
+			fc.Add(math.MaxInt64)
+			fc.Add(time.Hour) // past the horizon
+			st.step()
+			require.Equal(t, 2, st.Len())
+		})
+		t.Run(tick.String()+"/200 years", func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc, WithTick(tick))
+			var ran atomic.Int32
+			_, err := st.AfterFunc(200*year, func() { ran.Add(1) })
+			require.NoError(t, err)
+			fc.Add(200*year - time.Second)
+			st.step()
+			require.Zero(t, ran.Load(), "ran a second early")
+			fc.Add(2 * time.Second)
+			st.step()
+			require.Equal(t, int32(1), ran.Load(), "a 200-year timer did not run 200 years and a second after New")
+		})
 	}
 }

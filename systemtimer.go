@@ -49,15 +49,13 @@ type SystemTimer struct {
 	tick      int64     // ns
 	wheelSize int64
 	slotMask  int64 // wheelSize-1 if it is a power of two, else 0
-	// neverTick is the due tick of deadlines that never come: those
-	// beyond the largest Duration after the epoch, and, with ticks under
+	// neverTick is the due tick of deadlines that never come: those in
+	// the tick that reaches math.MaxInt64 ns after the epoch (the largest
+	// Duration; no bucket expires there) and beyond, and, with ticks under
 	// 8ns, those beyond maxValue ticks (36 years at 1ns). dueTick clamps
 	// due ticks to it, and place keeps such timers in a list of their
 	// own, which no bucket expiry reaches.
 	neverTick int64
-	vshift    uint   // a state word's deadline is in units of 1<<vshift ns: see toValue
-	vround    int64  // 1<<vshift - 1: added before the shift, to round up
-	vfast     uint64 // deadlines in [0, vfast) neither overflow nor clamp in toValue
 
 	shards     []shard
 	shardShift uint        // a timer's shard by address is the top bits of its address hash
@@ -120,8 +118,7 @@ func New(opts ...Option) (*SystemTimer, error) {
 		stopped:    make(chan struct{}),
 		manual:     c.manual,
 	}
-	st.neverTick = min(math.MaxInt64/st.tick, maxValue-1) + 1
-	st.setUnit()
+	st.neverTick = min(ceilDiv(math.MaxInt64, st.tick), maxValue)
 	if st.wheelSize&(st.wheelSize-1) == 0 {
 		st.slotMask = st.wheelSize - 1
 	}
@@ -287,7 +284,16 @@ func (st *SystemTimer) deadline(t time.Time) (when, now int64) {
 // by the same amount; now is only as fresh as n.
 func (st *SystemTimer) deadlineFrom(t, n time.Time) (when, now int64) {
 	now = int64(n.Sub(st.epoch))
-	return satAdd(now, int64(t.Sub(n))), now
+	d := t.Sub(n)
+	when = satAdd(now, int64(d))
+	if d == math.MaxInt64 {
+		// Saturated: t is more than the largest Duration after n, and
+		// when may fall short of it (with n as far before the epoch,
+		// now saturated too, and their sum was -1). The later of when
+		// and t measured from the epoch is never early.
+		when = max(when, int64(t.Sub(st.epoch)))
+	}
+	return when, now
 }
 
 // dueTick returns the tick at which a timer with deadline when (ns since
@@ -298,40 +304,31 @@ func (st *SystemTimer) dueTick(when int64) int64 {
 	return min(ceilDiv(when, st.tick), st.neverTick)
 }
 
-// setUnit sets the unit of a state word's deadline: 16ns, or the largest
-// power of two up to it that divides the tick. At 8ns and more every
-// deadline a Duration reaches fits the word's 60 bits; below, those beyond
-// 36 years (at 1ns) never come.
-func (st *SystemTimer) setUnit() {
-	for st.vshift = 4; st.tick%(1<<st.vshift) != 0; st.vshift-- {
-	}
-	st.vround = 1<<st.vshift - 1
-	st.vfast = min(uint64(maxValue)<<st.vshift, uint64(math.MaxInt64)+1) - uint64(st.vround)
-}
+// unitShift: a state word holds a deadline in units of 1<<unitShift ns,
+// 16ns, whatever the tick: so its 60 bits hold every deadline a Duration
+// after the epoch reaches. A deadline rounded up to the unit may cross into
+// the next tick; a bucket of level 0 comes due at the earliest deadline it
+// holds, so that costs the timer less than a unit.
+const unitShift = 4
 
 // toValue returns the deadline when, in ns since the epoch, as a timer's
-// state word holds it: in units of 1<<vshift ns, rounded up, so that
-// nothing is early by it; maxValue if it lies beyond what the word holds
-// (it never comes). The unit divides the tick, so rounding up to it never
-// moves a deadline to a later tick.
+// state word holds it: in units of 16ns, rounded up, so that nothing is
+// early by it; maxValue (never) within a unit of math.MaxInt64, the
+// horizon, where rounding up would pass it.
 func (st *SystemTimer) toValue(when int64) int64 {
-	if uint64(when) < st.vfast { // one comparison on the path of every arming
-		return (when + st.vround) >> (st.vshift & 63)
-	}
-	r := when + st.vround
-	if r < when { // past math.MaxInt64: never
+	if when > math.MaxInt64-(1<<unitShift-1) {
 		return maxValue
 	}
-	return max(min(r>>(st.vshift&63), maxValue), -maxValue)
+	return (when + 1<<unitShift - 1) >> unitShift // floor of a sum: a ceiling
 }
 
 // fromValue returns the deadline, in ns since the epoch, of a state word's
 // value v: math.MaxInt64 for maxValue, which never comes.
 func (st *SystemTimer) fromValue(v int64) int64 {
-	if v >= maxValue || v > math.MaxInt64>>st.vshift {
+	if v >= maxValue {
 		return math.MaxInt64
 	}
-	return v << st.vshift
+	return v << unitShift
 }
 
 // never is the delay queue time of a bucket whose expiration lies beyond

@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -109,3 +110,29 @@ func TestWallClockScheduleAfterStep(t *testing.T) {
 type schedulerFunc func(prev time.Time) time.Time
 
 func (f schedulerFunc) Next(prev time.Time) time.Time { return f(prev) }
+
+// TestDeadlineFromClockCenturiesBeforeEpoch: a deadline is never early,
+// whatever the clock reads. With a clock more than the largest Duration
+// before the epoch (a mock set back), the clock reading's offset from the
+// epoch saturates at its minimum and the deadline's distance from the
+// reading at its maximum; their sum, -1ns, is before a deadline 10 years
+// after the epoch, which then expired as soon as the clock reached the
+// epoch, or at once.
+func TestDeadlineFromClockCenturiesBeforeEpoch(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	fc := newFakeClock()
+	st := newManual(t, fc)
+	epoch := fc.Now()
+	fc.Add(-math.MaxInt64)
+	fc.Add(-10 * year) // 302 years before the epoch
+	st.step()
+	deadline := epoch.Add(10 * year)
+	ctx, cancel := st.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	st.step()
+	require.NoError(t, ctx.Err(), "expired 312 years before its deadline")
+	fc.Add(math.MaxInt64)
+	fc.Add(10*year + time.Second) // the epoch and a second: 10 years to go
+	st.step()
+	require.NoError(t, ctx.Err(), "expired %v before its deadline", deadline.Sub(fc.Now()))
+}
