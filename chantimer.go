@@ -253,15 +253,17 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 		t.kind = kindTicker
 	}
 	pc := st.attach(t, d > 0)
-	now := st.now()
-	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.NewTimer
-	ct.when.Store(when)
-	if when <= now {
+	if d <= 0 {
 		// Due at once: the value is there when NewTimer returns, as the
 		// runtime's is for the first receive. Not for a ticker: d > 0.
-		ct.c <- st.epoch.Add(time.Duration(when))
+		n := st.clockNow()
+		ct.when.Store(int64(n.Sub(st.epoch)))
+		ct.c <- n
 		return nil
 	}
+	now := st.now()
+	when := satAdd(now, int64(d))
+	ct.when.Store(when)
 	if period > 0 && !ct.hold() {
 		return ErrTooManyPending
 	}
@@ -421,15 +423,17 @@ func (ct *chanTimer) reset(d time.Duration, period int64, name string) (bool, er
 			return pending, ErrTooManyPending
 		}
 	}
-	now := st.now()
-	when := max(satAdd(now, int64(d)), now) // d <= 0 is now, as for time.Timer.Reset
-	ct.when.Store(when)
-	if when <= now {
+	if d <= 0 { // due at once, as for time.Timer.Reset
 		ct.disarm()
-		ct.c <- st.epoch.Add(time.Duration(when)) // emptied above; only the holder sends
+		n := st.clockNow()
+		ct.when.Store(int64(n.Sub(st.epoch)))
+		ct.c <- n // emptied above; only the holder sends
 		ct.release(gen, chanIdle)
 		return pending, nil
 	}
+	now := st.now()
+	when := satAdd(now, int64(d))
+	ct.when.Store(when)
 	// The underlying Timer is moved while the timer is busy: a run it
 	// makes meanwhile kicks, and release delivers for it.
 	if err := ct.arm(when, now, true); err != nil {
@@ -459,7 +463,8 @@ func (ct *chanTimer) fire() {
 			}
 			continue
 		}
-		now := st.now()
+		n := st.clockNow()
+		now := int64(n.Sub(st.epoch))
 		if now < ct.when.Load() {
 			return // a run owed to an arming before a Reset: not due
 		}
@@ -473,7 +478,7 @@ func (ct *chanTimer) fire() {
 		// before this one delivered must not find the word unchanged (ABA)
 		// and deliver the next deadline at once, early.
 		gen := s>>chanGenShift + 1
-		ct.release(gen, ct.deliver(now))
+		ct.release(gen, ct.deliver(n, now))
 		return
 	}
 }
@@ -481,12 +486,16 @@ func (ct *chanTimer) fire() {
 // deliver sends the due value, dropping it if the receiver has not taken
 // the last one, and, for a ticker, arms the next tick. It returns the phase
 // the timer leaves busy in. Called by the busy holder, whose deadline in
-// when has passed.
-func (ct *chanTimer) deliver(now int64) uint64 {
+// when has passed, with n, a reading of the clock, and now, n in ns since
+// the epoch. The value is the deadline on n's clock, as the runtime sends
+// it (the time now less how late the timer is): the epoch's wall reading
+// plus the time since would be off by every step of the wall clock, and
+// every suspend, since New.
+func (ct *chanTimer) deliver(n time.Time, now int64) uint64 {
 	when := ct.when.Load()
 	st := ct.t.shard().st
 	select {
-	case ct.c <- st.epoch.Add(time.Duration(when)):
+	case ct.c <- n.Add(time.Duration(when - now)):
 	default: // a slow receiver: the tick is dropped, as time.Ticker drops it
 	}
 	if ct.period == 0 {
@@ -534,8 +543,9 @@ func (ct *chanTimer) release(gen, phase uint64) {
 		if phase != chanArmed {
 			continue // stopped or delivered: the run has nothing to do
 		}
-		if now := ct.t.shard().st.now(); now >= ct.when.Load() {
-			phase = ct.deliver(now)
+		st := ct.t.shard().st
+		if n := st.clockNow(); int64(n.Sub(st.epoch)) >= ct.when.Load() {
+			phase = ct.deliver(n, int64(n.Sub(st.epoch)))
 		}
 	}
 }

@@ -136,3 +136,37 @@ func TestDeadlineFromClockCenturiesBeforeEpoch(t *testing.T) {
 	st.step()
 	require.NoError(t, ctx.Err(), "expired %v before its deadline", deadline.Sub(fc.Now()))
 }
+
+// TestWallClockChanValueAfterStep: a channel timer's value is the time it
+// was due, read on the clock when it fires, as package time's is: its
+// wall reading is the wall clock's. It was New's wall reading plus the
+// time since, off by every step of the wall clock since New (and every
+// suspend, which the monotonic clock does not count): 300ms here.
+func TestWallClockChanValueAfterStep(t *testing.T) {
+	st := wallStepped(t)
+	defer st.Stop()
+	check := func(what string, got, before, after time.Time) {
+		t.Helper()
+		got, before, after = got.Round(0), before.Round(0), after.Round(0) // wall readings
+		if got.Before(before) || got.After(after) {
+			t.Errorf("%s: the value reads %v on the wall clock, not in [%v, %v]", what,
+				got.Format(time.StampMicro), before.Format(time.StampMicro), after.Format(time.StampMicro))
+		}
+	}
+	before := time.Now()
+	ct, err := st.NewTimer(0)
+	require.NoError(t, err)
+	check("NewTimer(0)", <-ct.C, before, time.Now())
+
+	before = time.Now()
+	ct.Reset(0)
+	check("Reset(0)", <-ct.C, before, time.Now())
+
+	// Fired by the wheel: due a microsecond after the Reset.
+	before = time.Now()
+	ct.Reset(time.Microsecond)
+	for st.now() < ct.ct.when.Load() { // until it is due, on the wheel's clock
+	}
+	st.step()
+	check("Reset(1µs), fired", <-ct.C, before, time.Now())
+}
