@@ -249,9 +249,9 @@
 // the series from now. A Scheduler's times are measured as [time.Until]
 // measures them: a cron schedule's wall-clock times are not moved by a step
 // of the wall clock. A Scheduler's Next runs on the executor with no lock
-// held; a Next that panics, or returns a time not after the one before, ends
-// the series, and the [WithPanicHandler] function receives the panic value or
-// an error that says so.
+// held (the first, in the caller); a Next that panics, or returns a time not
+// after the one before, ends the series, and the [WithPanicHandler] function
+// (for the first, the caller) receives the panic value or an error.
 //
 // # Contexts
 //

@@ -11,7 +11,8 @@ import (
 // time of the run after the one scheduled at prev; it must be after prev.
 // The zero time ends the series. So does a Next that panics or returns a
 // time not after prev: the panic handler (see WithPanicHandler) receives
-// the panic value or an error that says so.
+// the panic value or an error that says so (for the first Next, the caller
+// of ScheduleFunc does).
 type Scheduler interface {
 	Next(prev time.Time) time.Time
 }
@@ -25,8 +26,8 @@ func (e every) Next(prev time.Time) time.Time { return prev.Add(time.Duration(e)
 
 var errBadEvery = errors.New("timingwheel: Every: the period must be positive")
 
-// maxSkip bounds how many missed runs of a general Scheduler are skipped in
-// one go; see periodic.rearm.
+// maxSkip bounds how many missed runs of a general Scheduler are skipped
+// one Next at a time; see periodic.next.
 const maxSkip = 1024
 
 // ScheduleFunc runs f at the times s gives, starting with s.Next(now). Each
@@ -37,15 +38,19 @@ const maxSkip = 1024
 //
 // Runs of one series never overlap. If a run overruns the next scheduled
 // time, the times that have already passed are skipped, as time.Ticker drops
-// ticks, and the series continues at the first scheduled time still ahead.
+// ticks, and the series continues at the first scheduled time still ahead;
+// past 1024 of them, at s.Next(now), so that Next is not called without
+// bound.
 // The returned Timer's Stop ends the series; Reset moves the next run, also
 // during a run, which it then follows.
 //
 // Under WithMaxPending a series holds one place in the bound from
 // ScheduleFunc until it ends, also while a run is in progress.
 //
-// If s.Next(now) is the zero time, nothing is scheduled and the returned
-// Timer is inert.
+// The first s.Next runs in the caller's goroutine (a panic there reaches
+// the caller). If it returns the zero time, nothing is scheduled and the
+// returned Timer is inert; if it returns a time not after now, ScheduleFunc
+// returns an error and schedules nothing.
 func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	st.mustBeMade("ScheduleFunc")
 	switch {
@@ -64,8 +69,11 @@ func (st *SystemTimer) ScheduleFunc(s Scheduler, f func()) (*Timer, error) {
 	if st.closed.Load() {
 		return nil, ErrStopped
 	}
-	first := s.Next(st.clockNow())
-	if first.IsZero() {
+	first, ok, bad := p.first(st.clockNow())
+	if bad != nil {
+		return nil, bad.(error)
+	}
+	if !ok {
 		return t, nil // idle
 	}
 	if !p.hold(true) {
@@ -330,8 +338,22 @@ func (p *periodic) next(prev, now time.Time) (next time.Time, ok bool, bad any) 
 			return time.Time{}, false, stalledError(next, n)
 		}
 		if next = n; next.After(now) {
-			break
+			return next, true, nil
 		}
+	}
+	// Still behind: the series goes on from now, never at a time passed.
+	return p.first(now)
+}
+
+// first returns the first time of the series after now, s.Next(now): ok
+// false at the zero time, and, with bad saying so, at a time not after now.
+func (p *periodic) first(now time.Time) (next time.Time, ok bool, bad any) {
+	next = p.sched.Next(now)
+	switch {
+	case next.IsZero():
+		return time.Time{}, false, nil
+	case !next.After(now):
+		return time.Time{}, false, stalledError(now, next)
 	}
 	return next, true, nil
 }

@@ -689,11 +689,13 @@ func (st *SystemTimer) Len() int {
 // stop, every timer it holds stops, later calls that would arm a timer
 // return [ErrStopped] (see there), and no callback starts after Stop
 // returns. It returns the Timers whose callbacks had not started: pending
-// ones and ones handed to the executor but not yet run. Contexts from
-// WithTimeout and WithDeadline that had not expired are canceled instead
-// (their Err is context.Canceled). Channel timers and tickers from NewTimer
-// and NewTicker are not returned either: they go on, on timers of the
-// clock (the runtime's, by default), as if nothing had happened.
+// ones and ones handed to the executor but not yet run; a periodic timer
+// whose run is in progress ends with that run, and is not returned.
+// Contexts from WithTimeout and WithDeadline that had not expired are
+// canceled instead (their Err is context.Canceled). Channel timers and
+// tickers from NewTimer and NewTicker are not returned either: they go on,
+// on timers of the clock (the runtime's, by default), as if nothing had
+// happened.
 //
 // Stop waits for the driver, the workers and every callback still running to
 // return, except a callback that is itself calling Stop. It is idempotent:

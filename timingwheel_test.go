@@ -548,6 +548,60 @@ func TestScheduleFuncOverrunSkips(t *testing.T) {
 	})
 }
 
+// stepper is a general Scheduler (not Every, whose skip is one step) of
+// runs d apart.
+type stepper time.Duration
+
+func (s stepper) Next(prev time.Time) time.Time { return prev.Add(time.Duration(s)) }
+
+// TestScheduleFuncOverrunPastMaxSkip: a general Scheduler's series overrun
+// by more than maxSkip times goes on at a time ahead, never at one passed.
+// Past maxSkip Next calls it ran at the passed time it had reached, at once.
+func TestScheduleFuncOverrunPastMaxSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		start := time.Now()
+		at := make(chan time.Duration, 4)
+		var runs atomic.Int32
+		tm, err := st.ScheduleFunc(stepper(time.Millisecond), func() {
+			at <- time.Since(start)
+			if runs.Add(1) == 1 {
+				time.Sleep(2 * time.Second) // 2000 times pass, maxSkip is 1024
+			}
+		})
+		require.NoError(t, err)
+		defer tm.Stop()
+		require.Equal(t, time.Millisecond, <-at)
+		end := time.Millisecond + 2*time.Second
+		second := <-at
+		assert.Greater(t, second, end, "a run at a time passed: the overrun ended at %v", end)
+		assert.LessOrEqual(t, second, end+time.Millisecond, "not the next time ahead")
+	})
+}
+
+// TestScheduleFuncFirstNext: the first Next is checked as every other is:
+// a time not after now is an error, returned with nothing scheduled (it
+// ran the function once, at once), and its panic reaches the caller.
+func TestScheduleFuncFirstNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := mustNew(t)
+		defer st.Stop()
+		tm, err := st.ScheduleFunc(schedulerFunc(func(prev time.Time) time.Time { return prev }), func() { t.Error("ran") })
+		require.ErrorContains(t, err, "not after it")
+		require.Nil(t, tm)
+		tm, err = st.ScheduleFunc(schedulerFunc(func(prev time.Time) time.Time { return prev.Add(-time.Hour) }), func() { t.Error("ran") })
+		require.Error(t, err)
+		require.Nil(t, tm)
+		assert.Equal(t, "boom", panicValue(func() {
+			_, _ = st.ScheduleFunc(schedulerFunc(func(time.Time) time.Time { panic("boom") }), func() {})
+		}))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Zero(t, st.Len())
+	})
+}
+
 // countdown is a Scheduler of n runs, step apart.
 type countdown struct {
 	n    int
