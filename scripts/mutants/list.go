@@ -23,8 +23,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "ticker-same-gen", file: "chantimer.go",
-		old: "\t\tgen := s>>chanGenShift + 1\n\t\tct.release(gen, ct.deliver(now))",
-		new: "\t\tgen := s >> chanGenShift\n\t\tct.release(gen, ct.deliver(now))",
+		old: "\t\tgen := s>>chanGenShift + 1\n\t\tct.release(gen, ct.deliver(n, now))",
+		new: "\t\tgen := s >> chanGenShift\n\t\tct.release(gen, ct.deliver(n, now))",
 		why: "a channel timer's run releases its state word with the same generation (ABA)",
 	},
 	{
