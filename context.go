@@ -41,7 +41,12 @@ func (st *SystemTimer) withTimeout(parent context.Context, d time.Duration, caus
 //     before; Deadline reports d exactly.
 //   - Calling cancel releases the wheel entry at once, as it does the
 //     runtime timer of a context.WithDeadline; so does the end of the
-//     context by its parent.
+//     context by a parent from this package. A standard parent's cancel
+//     releases it when the context hears of it: at once if something
+//     waits for the context or derives from it (the watch, below), else at
+//     its next Err, Done, Cause or Value, its cancel, or its deadline.
+//     Until then Len counts it, and it holds its place in WithMaxPending's
+//     bound.
 //   - If the SystemTimer is stopped, the context is canceled at birth:
 //     Err returns context.Canceled and context.Cause returns [ErrStopped].
 //     Contexts still waiting when it stops are canceled then, with the same
@@ -396,32 +401,30 @@ func contextName(c context.Context) string {
 	return reflect.TypeOf(c).String()
 }
 
-// expire is the timer's function: the deadline has passed. A parent that
-// reaches c only through AfterFunc may have been canceled before without c
-// knowing: nobody asked c's Done or Err, so no watch was set (see inner).
-// Then c ends with the parent's error, as a context.WithDeadline would have
-// ended when the parent was canceled.
+// expire is the timer's function: the deadline has passed. An ancestor
+// may have ended before without c knowing: a standard parent reaches c only
+// through look, or through the watch's goroutine (see inner), which may
+// not have run yet; a wheel context above c that heard of its own parent's
+// end that way has not ended c either. A context.WithDeadline would have
+// ended with that ancestor's error when its cancel returned: so c looks
+// first, and ends with the ancestor's error if one has ended. So do
+// SystemTimer.Stop's cancel and the CancelFunc
+// (TestContextEndsWithAnAncestorsEndFirst).
 func (c *timerCtx) expire() {
-	if c.async() && c.parent.Err() != nil {
-		c.end(reasonParent)
-		return
-	}
+	c.look()
 	c.end(reasonExpired)
 }
 
 // cancel is SystemTimer.Stop's: the SystemTimer stopped before the deadline.
-func (c *timerCtx) cancel() { c.end(reasonStopped) }
+func (c *timerCtx) cancel() {
+	c.look()
+	c.end(reasonStopped)
+}
 
 // cancelByCaller is the CancelFunc, and the function a standard parent runs
-// through AfterFunc when it is canceled: so a cancel that comes after the
-// parent's cancellation but before that function has run ends the context
-// with the parent's error, as it would have ended already under a
-// context.WithDeadline.
+// through AfterFunc when it is canceled.
 func (c *timerCtx) cancelByCaller() {
-	if c.async() && c.parent.Err() != nil {
-		c.end(reasonParent)
-		return
-	}
+	c.look()
 	c.end(reasonCanceled)
 }
 

@@ -665,21 +665,22 @@ func TestWheelContextParentExpiresFirst(t *testing.T) {
 	})
 }
 
-// gatedCtx is its embedded context, except that the second call to Err
-// after arm blocks until release is closed, and says so on entered.
+// gatedCtx is its embedded context, except that the n-th call to Err
+// after arm(n) blocks until release is closed, and says so on entered.
 type gatedCtx struct {
 	context.Context
-	calls            atomic.Int32
+	calls, n         atomic.Int32
 	entered, release chan struct{}
 }
 
-func (p *gatedCtx) arm() {
+func (p *gatedCtx) arm(n int32) {
 	p.entered, p.release = make(chan struct{}), make(chan struct{})
 	p.calls.Store(0)
+	p.n.Store(n)
 }
 
 func (p *gatedCtx) Err() error {
-	if p.entered != nil && p.calls.Add(1) == 2 {
+	if p.entered != nil && p.calls.Add(1) == p.n.Load() {
 		close(p.entered)
 		<-p.release
 	}
@@ -704,7 +705,7 @@ func TestWheelContextEndsKidEndingElsewhere(t *testing.T) {
 	derived, cancelDerived := context.WithCancel(inner)
 	defer cancelDerived()
 
-	gated.arm()
+	gated.arm(2)
 	// The layer's cancel reaches inner through AfterFunc: that goroutine
 	// ends inner, and is held in the parent's Err as it cancels inner's x.
 	cancelLayer()
@@ -1205,4 +1206,55 @@ func TestContextLayersExpire(t *testing.T) {
 		}
 	}
 	assert.Zero(t, st.Len())
+}
+
+// TestContextEndsWithAnAncestorsEndFirst: once a standard parent's cancel
+// has returned, every wheel context below it shows the parent's error and
+// cause, as a context.WithDeadline would, whatever ends it next: its
+// deadline, its CancelFunc or SystemTimer.Stop. Each of those ended it with
+// its own reason when nobody had looked at it since the parent's cancel,
+// or while the goroutine that carries the cancel down (through
+// context.AfterFunc) had not run yet: held here in the parent's Err, as a
+// descheduled goroutine is. Without the hold, a kid's expiry lost that race
+// about one time in two.
+func TestContextEndsWithAnAncestorsEndFirst(t *testing.T) {
+	errCause := errors.New("the client went away")
+	for _, tc := range []struct {
+		name string
+		kid  bool // look at a wheel context below the first
+		end  func(fc *fakeClock, st *SystemTimer, cancelKid context.CancelFunc)
+	}{
+		{"Stop", false, func(_ *fakeClock, st *SystemTimer, _ context.CancelFunc) { st.Stop() }},
+		{"Stop, kid", true, func(_ *fakeClock, st *SystemTimer, _ context.CancelFunc) { st.Stop() }},
+		{"kid's deadline", true, func(fc *fakeClock, st *SystemTimer, _ context.CancelFunc) {
+			fc.Add(2 * time.Minute)
+			st.step()
+		}},
+		{"kid's CancelFunc", true, func(_ *fakeClock, _ *SystemTimer, cancelKid context.CancelFunc) { cancelKid() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := newFakeClock()
+			st := newManual(t, fc)
+			defer st.Stop()
+			parent, cancelParent := context.WithCancelCause(context.Background())
+			gated := &gatedCtx{Context: parent}
+			ctx, cancel := st.WithTimeout(gated, time.Hour)
+			defer cancel()
+			cancelKid := context.CancelFunc(func() {})
+			if tc.kid {
+				ctx, cancelKid = st.WithTimeout(ctx, time.Minute) // asks Done: the watch is set
+				defer cancelKid()
+				gated.arm(1) // the watch's goroutine stops in its first Err
+				defer func() { close(gated.release) }()
+			}
+			cancelParent(errCause)
+			if tc.kid {
+				testwait.Recv(t, gated.entered, "the watch's goroutine in the parent's Err")
+			}
+			tc.end(fc, st, cancelKid)
+			if err, cause := ctx.Err(), context.Cause(ctx); err != context.Canceled || cause != errCause {
+				t.Errorf("Err %v, Cause %v; want %v, %v", err, cause, context.Canceled, errCause)
+			}
+		})
+	}
 }

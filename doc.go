@@ -64,9 +64,8 @@
 // wheelSize^k ticks. A deadline beyond the reach of a level goes up to the
 // next, created on demand. Each bucket is a doubly linked list, so adding
 // and stopping a timer are O(1) whatever the number of timers. With the
-// defaults (tick 1ms, wheel size 512) levels 0 to 3 reach 512ms,
-// 4m22.144s, 37h16m57.728s and 795 days, and level 4 past the largest
-// [time.Duration].
+// defaults (tick 1ms, wheel size 512) levels 0 to 3 reach 512ms, 4m22.144s,
+// 37h16m57.728s and 795 days, and level 4 past the largest [time.Duration].
 //
 // A bucket that holds timers sits in a delay queue (package delayqueue)
 // under its expiration. A driver goroutine sleeps until the earliest
@@ -94,13 +93,13 @@
 //
 // # Precision
 //
-// A deadline is kept to 16ns (the unit of the state word, rounded up), not
-// rounded to the tick. A bucket of level 0 comes due at the earliest
-// deadline it holds, so a timer alone in its bucket, the common case for a
-// short timeout, runs at its deadline. When a bucket expires, its timers
-// not yet due are queued again at the end of the tick: a crowded tick (a
-// storm) is expired at most twice, and its timers run in [deadline, end of
-// their tick].
+// A deadline is kept rounded up to 16ns (the unit of the state word), not
+// to the tick. A bucket of level 0 comes due at the earliest deadline it
+// holds, so a timer alone in its bucket, the common case for a short
+// timeout, runs at its deadline. When a bucket expires, its timers not yet
+// due are queued again at the end of the tick: a crowded tick (a storm) is
+// expired at most twice, and its timers run in [deadline, end of the tick
+// of their deadline rounded up to 16ns].
 //
 // A driver sleeps on a runtime timer and, on Linux with the real clock, on
 // a timerfd armed for the same instant (internal/timerfd); the first to
@@ -114,7 +113,7 @@
 // hands the callback to the executor at once. A [Ticker] whose period is
 // under the tick ticks at most once a tick. Deadlines in the tick that
 // reaches the largest [time.Duration] after New, or beyond, never come (36
-// years with ticks under 8ns), at every tick.
+// years with ticks under 8ns).
 //
 // # Cores
 //
@@ -280,12 +279,13 @@
 // hop later. A parent with an AfterFunc method of its own is followed
 // through it.
 //
-// The wheel releases a context's entry as soon as it ends. A context the
-// SystemTimer cannot hold is canceled at birth with context.Canceled, its
-// cause [ErrStopped] or [ErrTooManyPending]; contexts pending at
-// [SystemTimer.Stop] are canceled with the cause ErrStopped. A context
-// costs two allocations until something waits for it or derives from it,
-// then five more (context.WithTimeout: four, then one more).
+// The wheel releases a context's entry as soon as it ends, or after a
+// standard parent's cancel, as soon as it hears of it (see WithDeadline). A
+// context the SystemTimer cannot hold is canceled at birth with
+// context.Canceled, its cause [ErrStopped] or [ErrTooManyPending]; contexts
+// pending at [SystemTimer.Stop] are canceled with the cause ErrStopped. A
+// context costs two allocations until something waits for it or derives
+// from it, then five more (context.WithTimeout: four, then one more).
 //
 // # Channel timers
 //

@@ -10,6 +10,12 @@ var mutants = []mutant{
 		why: "a re-arm publishes the timer queued before its push succeeded",
 	},
 	{
+		name: "ctx-expire-no-look", file: "context.go",
+		old: "func (c *timerCtx) expire() {\n\tc.look()\n",
+		new: "func (c *timerCtx) expire() {\n",
+		why: "a context's deadline ends it with DeadlineExceeded after an ancestor's end it has not heard of",
+	},
+	{
 		name: "stop-stack-open", file: "systemtimer.go",
 		old: "sh.incoming.Swap(closedStack)",
 		new: "sh.incoming.Swap(nil)",
