@@ -12,7 +12,10 @@ import (
 // interface.
 //
 // None of the methods is called with a lock of the purgatory held, so each
-// may call any method of the purgatory or of any operation.
+// may call any method of the purgatory or of any operation, with one
+// exception: a TryComplete that does not complete its operation must not
+// call CheckAndComplete of a key the operation is watched under, which asks
+// for another try of that same operation, and so on without end.
 //
 // The purgatory's calls of one operation are ordered: TryComplete calls one
 // after another, never two at once, then OnExpiration if the timeout

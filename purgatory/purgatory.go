@@ -180,12 +180,18 @@ func (c *core) ended(o *Op, expiry bool, late time.Duration) {
 // maybePurge purges the watch lists if there are more stale entries, or
 // more queued operations, than the purge interval and no other purge is
 // running. (Entries removed by CheckAndComplete leave their operation in
-// the queue; the second condition bounds the queue.)
+// the queue; the second condition bounds the queue.) A completion that
+// finds a purge running leaves its entries to it, but the purge took the
+// queue before: so a purge that finds operations queued when it ends looks
+// again.
 func (c *core) maybePurge() {
-	if (c.stale.Load() > c.purgeInterval || c.queued.Load() > c.purgeInterval) &&
+	for (c.stale.Load() > c.purgeInterval || c.queued.Load() > c.purgeInterval) &&
 		!c.closed.Load() && c.purging.CompareAndSwap(false, true) {
 		c.purge()
 		c.purging.Store(false)
+		if c.queued.Load() == 0 {
+			return // nothing completed meanwhile
+		}
 	}
 }
 
@@ -328,7 +334,8 @@ func baseOf(op Operation) (o *Op) {
 // or CancelForKey returns it. An error means op was refused: it is not
 // watched, its timeout is not armed, and the purgatory never tries it; the
 // caller may end it with ForceComplete. It is an error to pass no key, a
-// negative Timeout, or an operation already passed to TryCompleteElseWatch
+// key not equal to itself (a NaN), a negative Timeout, or an operation
+// already passed to TryCompleteElseWatch
 // (which is left alone); ErrClosed after Close; and an error of the
 // SystemTimer (timingwheel.ErrStopped, timingwheel.ErrTooManyPending) if
 // the timeout cannot be armed, or an error if the WithAfterFunc function
@@ -346,6 +353,10 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) (bool, erro
 	switch {
 	case len(keys) == 0:
 		err = errNoKeys
+	case slices.ContainsFunc(keys, func(k K) bool { return k != k }):
+		// A NaN, or a key holding one: a map never finds it again, so
+		// its list could not be found, nor deleted.
+		err = errors.New("purgatory: a key not equal to itself (a NaN)")
 	case o.Timeout < 0:
 		err = fmt.Errorf("purgatory: negative operation Timeout %v", o.Timeout)
 	case p.closed.Load():

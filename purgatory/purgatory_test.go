@@ -2,6 +2,7 @@ package purgatory
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -100,6 +101,14 @@ func TestBadInput(t *testing.T) {
 	_, err = p.TryCompleteElseWatch(op, "a")
 	assert.ErrorContains(t, err, "negative")
 	refused(op)
+	// A key not equal to itself: its list could never be found again,
+	// nor deleted (every watch under a NaN left one behind).
+	pf := newP[float64](t)
+	op = newOp(time.Hour)
+	_, err = pf.TryCompleteElseWatch(op, 1, math.NaN())
+	assert.ErrorContains(t, err, "NaN")
+	assert.Zero(t, op.tries.Load(), "a refused operation was tried")
+	assert.Zero(t, pf.Watched())
 
 	// A second submission is refused and leaves the first alone.
 	op = newOp(time.Hour)

@@ -3,9 +3,11 @@ package purgatory
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -134,4 +136,50 @@ func TestPurgeRemovesOnlyStaleEntries(t *testing.T) {
 		n, _ := listLen(p, k)
 		assert.GreaterOrEqual(t, n, len(waiting))
 	}
+}
+
+// TestPurgeAfterCompletionsDuringAPurge: completions that find a purge
+// running skip their own, and the running purge took the queue before they
+// joined it: it looks again when it ends. It did not, and their stale
+// entries stayed past the purge interval until some later completion, which
+// may never come.
+func TestPurgeAfterCompletionsDuringAPurge(t *testing.T) {
+	p := newP[string](t, WithAfterFunc(func(time.Duration, func()) Timer { return new(handTimer) }), WithPurgeInterval(0))
+	// Live operations, so that the purge visits the queued operations'
+	// entries rather than scanning every list.
+	const live = 40
+	for range live {
+		_, err := p.TryCompleteElseWatch(newOp(time.Hour), "live")
+		require.NoError(t, err)
+	}
+	first := newOp(time.Hour)
+	_, err := p.TryCompleteElseWatch(first, "a")
+	require.NoError(t, err)
+	var during []*testOp
+	for i := range 10 {
+		op := newOp(time.Hour)
+		_, err := p.TryCompleteElseWatch(op, fmt.Sprint("b", i))
+		require.NoError(t, err)
+		during = append(during, op)
+	}
+	// The first completion's purge takes the queue, then waits for the
+	// lock of "a"'s shard, held here. It runs no user code to hook: the
+	// test polls its state.
+	sh := p.shardOf("a")
+	sh.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.True(t, first.ForceComplete())
+	}()
+	for !p.purging.Load() || p.Stats().Completed != 1 || p.queued.Load() != 0 {
+		runtime.Gosched()
+	}
+	for _, op := range during {
+		assert.True(t, op.ForceComplete()) // finds the purge running
+	}
+	sh.mu.Unlock()
+	testwait.Recv(t, done, "the first completion and its purge")
+	assert.Equal(t, live, p.Watched(), "stale entries left with no purge to come")
+	checkInvariants(t, p)
 }
