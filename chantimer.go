@@ -290,7 +290,7 @@ func (ct *chanTimer) start(st *SystemTimer, c chan time.Time, d time.Duration, p
 // Timer.resetTo). Called by the busy holder.
 func (ct *chanTimer) arm(when, now int64, move bool) error {
 	if ct.rt == nil {
-		_, err := ct.t.resetTo(when, now, move)
+		_, err := ct.t.resetTo(when, now, move, false)
 		if err != ErrStopped {
 			return err
 		}

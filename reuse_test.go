@@ -221,3 +221,38 @@ func TestConcurrentUnstackSystemStop(t *testing.T) {
 		}
 	})
 }
+
+// TestPostponeKeepsALaterDeadline: Postpone moves a timer's deadline only
+// later: on the incoming stack (queued) or placed (pending), an earlier
+// deadline leaves the later one, a later one moves it; a timer not pending
+// is armed, as by Reset.
+func TestPostponeKeepsALaterDeadline(t *testing.T) {
+	st, _ := stackingManual(t)
+	defer st.Stop()
+	r := new(reusable)
+	st.Bind(&r.t, noop)
+	word := func() (int64, uint32) { return unpack(r.t.w.Load()) }
+	if r.t.Postpone(2 * time.Hour) {
+		t.Fatal("Postpone of a timer never armed returned true")
+	}
+	for _, s := range []uint32{stateQueued, statePending} {
+		v0, got := word()
+		if got != s {
+			t.Fatalf("state %d, want %d: this test no longer tests that state", got, s)
+		}
+		if !r.t.Postpone(time.Hour) {
+			t.Fatalf("state %d: Postpone returned false", s)
+		}
+		if v, _ := word(); v != v0 {
+			t.Fatalf("state %d: Postpone to an earlier deadline moved it (%d -> %d)", s, v0, v)
+		}
+		r.t.Postpone(5 * time.Hour)
+		if v, _ := word(); v <= v0 {
+			t.Fatalf("state %d: Postpone to a later deadline left it (%d -> %d)", s, v0, v)
+		}
+		st.Len() // drains the stack: the timer is placed
+	}
+	if !r.t.Stop() || r.t.Postpone(time.Hour) || !r.t.Stop() {
+		t.Fatal("a stopped timer's Postpone did not arm it")
+	}
+}

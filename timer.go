@@ -395,6 +395,26 @@ func (t *Timer) TryReset(d time.Duration) (wasPending bool, err error) {
 	return t.reset(d, "TryReset")
 }
 
+// Postpone is [Timer.Reset] that never moves a pending timer earlier: a
+// timer pending with a deadline after d from now keeps it, and Postpone
+// reports true. It is the Reset of a timeout pushed back by several
+// goroutines at once (a connection read and written at the same time, a
+// session touched by its requests): with Reset, a goroutine that read the
+// clock first and stored its deadline last would move the deadline back to
+// its own, earlier than the latest activity. A periodic timer's Postpone is
+// its Reset.
+func (t *Timer) Postpone(d time.Duration) bool {
+	t.checkBound("Postpone")
+	sh := t.shard()
+	if t.kind == kindPeriodic {
+		was, _ := periodicOf(t).reset(d)
+		return was
+	}
+	now := sh.st.now()
+	was, _ := t.resetTo(satAdd(now, int64(max(d, 0))), now, true, true)
+	return was
+}
+
 func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 	t.checkBound(name)
 	sh := t.shard()
@@ -405,18 +425,19 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 	if d <= 0 {
 		return t.resetLocked(now, now)
 	}
-	return t.resetTo(satAdd(now, int64(d)), now, true)
+	return t.resetTo(satAdd(now, int64(d)), now, true, false)
 }
 
-// resetTo is Reset to the deadline when, after now (both ns since the
-// epoch), read from the clock by the caller. If move, a timer that is not
-// pending moves to the shard of the caller's processor as it is re-armed
-// without the lock: the goroutine that re-arms a timer is the one that
-// stops or resets it next, most of the time (a connection's timer bound on
-// the accept loop and reset by the goroutine serving it). The move takes
-// the old shard's lock, once: later Resets on the same processor find the
-// timer there.
-func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
+// resetTo is Reset to the deadline when, at or after now (both ns since
+// the epoch), read from the clock by the caller; if later, Postpone's: a
+// pending or queued timer due after when keeps its deadline. If move, a
+// timer that is not pending moves to the shard of the caller's processor
+// as it is re-armed without the lock: the goroutine that re-arms a timer is
+// the one that stops or resets it next, most of the time (a connection's
+// timer bound on the accept loop and reset by the goroutine serving it).
+// The move takes the old shard's lock, once: later Resets on the same
+// processor find the timer there.
+func (t *Timer) resetTo(when, now int64, move, later bool) (bool, error) {
 	st := t.shard().st
 	nv := st.toValue(when)
 	for {
@@ -425,12 +446,18 @@ func (t *Timer) resetTo(when, now int64, move bool) (bool, error) {
 		switch v, s := unpack(w); s {
 		case statePending:
 			if nv < v {
+				if later {
+					return true, nil
+				}
 				return t.resetLocked(when, now) // earlier: its bucket may expire too late
 			}
 			if t.w.CompareAndSwap(w, pack(nv, statePending)) {
 				return true, nil
 			}
 		case stateQueued, stateQueuedStopped:
+			if later && s == stateQueued && nv < v {
+				return true, nil
+			}
 			// Still on the stack: change the deadline it will be placed
 			// by. As for a push, the deadline must not be before its
 			// shard's wakeAt, read after the change (see shard.push).

@@ -7,15 +7,20 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-timingwheel/timingwheel"
 	"github.com/go-timingwheel/timingwheel/idleconn"
 	"github.com/go-timingwheel/timingwheel/internal/isolate"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
+	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
+	"github.com/stretchr/testify/require"
 )
 
 // The concurrency suite of idleconn: Close racing Read and Write on other
@@ -272,4 +277,90 @@ func (p *pipeConn) checkErr(op string, err error) {
 	default:
 		p.t.Errorf("%s: unexpected error %v", op, err)
 	}
+}
+
+// heldReadClock is a mock clock that, once armed, holds the first reading
+// taken inside a Conn's Read (the one its touch makes) after taking it and
+// before returning it: that goroutine then holds an old reading, as one
+// preempted between the clock read and its store would.
+type heldReadClock struct {
+	*clock.Mock
+	armed            atomic.Bool
+	arrived, release chan struct{}
+}
+
+func (c *heldReadClock) Now() time.Time {
+	v := c.Mock.Now()
+	if c.armed.Load() && inConnRead() && c.armed.CompareAndSwap(true, false) {
+		c.arrived <- struct{}{}
+		<-c.release
+	}
+	return v
+}
+
+// inConnRead reports whether idleconn's Conn.Read is on the caller's stack.
+func inConnRead() bool {
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "idleconn.(*Conn).Read") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// TestConcurrentReadWriteNeverCutEarly: a Read and a Write on one Conn at
+// once (a reader and a writer goroutine, as HTTP/2 or a websocket have).
+// The Read reads the clock first, the Write later; the Read's deadline was
+// stored last, and with Reset it moved the deadline back to its own: the
+// connection was cut idle/2 after the Write, its last activity.
+func TestConcurrentReadWriteNeverCutEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 10 * time.Second
+		mc := &heldReadClock{Mock: clock.NewMock(), arrived: make(chan struct{}), release: make(chan struct{})}
+		st := wheeltest.New(t, timingwheel.WithClock(mc))
+		srv, cli := net.Pipe()
+		defer cli.Close()
+		c, err := idleconn.Wrap(srv, st, idle)
+		require.NoError(t, err)
+		defer c.Close()
+
+		mc.armed.Store(true)
+		readDone := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 1))
+			readDone <- err
+		}()
+		go cli.Write([]byte("x"))
+		<-mc.arrived // the Read has its reading, t0, and is held
+
+		mc.Add(idle / 2)
+		go cli.Read(make([]byte, 1))
+		_, err = c.Write([]byte("y")) // the deadline goes to t0 + 3/2 idle
+		require.NoError(t, err)
+		last := mc.Mock.Now()
+		close(mc.release) // the Read's touch, with t0, lands last
+		require.NoError(t, <-readDone)
+
+		blocked := goRead(c, make([]byte, 1))
+		mc.Add(idle/2 + time.Millisecond)
+		synctest.Wait()
+		select {
+		case r := <-blocked:
+			t.Fatalf("cut %v after its last activity, idle is %v (%v)", mc.Mock.Now().Sub(last), idle, r.err)
+		default:
+		}
+		mc.Add(idle / 2)
+		synctest.Wait()
+		select {
+		case r := <-blocked:
+			requireTimeout(t, r.err, "read")
+		default:
+			t.Fatal("not cut idle after its last activity")
+		}
+	})
 }

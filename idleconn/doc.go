@@ -25,7 +25,7 @@
 // [timingwheel.SystemTimer.Bind]. What a Read or Write that moves data
 // costs the Conn, besides the underlying call:
 //
-//   - Exact mode (the default): [timingwheel.Timer.Reset] of a pending
+//   - Exact mode (the default): [timingwheel.Timer.Postpone] of a pending
 //     timer to a later deadline, which takes no lock and touches no bucket:
 //     one monotonic clock read and one compare-and-swap of the timer's state
 //     word; and three atomic loads of the Conn's state.

@@ -191,7 +191,10 @@ func (c *Conn) touch() {
 		return
 	}
 	if c.state.Load() == 0 {
-		c.timer.Reset(c.idle) // a clock read and a CAS: no lock
+		// A clock read and a CAS: no lock. Postpone, not Reset: a Read
+		// and a Write at once must not move the deadline back to the
+		// one whose clock read came first.
+		c.timer.Postpone(c.idle)
 		// Closed or expired meanwhile: take back what was armed.
 		if c.state.Load() != 0 {
 			c.timer.Stop()

@@ -16,6 +16,18 @@ var mutants = []mutant{
 		why: "a context's deadline ends it with DeadlineExceeded after an ancestor's end it has not heard of",
 	},
 	{
+		name: "postpone-pending-earlier", file: "timer.go",
+		old: "if nv < v {\n\t\t\t\tif later {",
+		new: "if nv < v {\n\t\t\t\tif false {",
+		why: "Postpone moves a pending timer earlier, as Reset does",
+	},
+	{
+		name: "postpone-queued-earlier", file: "timer.go",
+		old: "if later && s == stateQueued && nv < v {",
+		new: "if false && s == stateQueued && nv < v {",
+		why: "Postpone moves a timer on the incoming stack earlier, as Reset does",
+	},
+	{
 		name: "stop-stack-open", file: "systemtimer.go",
 		old: "sh.incoming.Swap(closedStack)",
 		new: "sh.incoming.Swap(nil)",
@@ -362,8 +374,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "postpone-earlier-unlocked", file: "timer.go",
-		old: "\t\t\tif nv < v {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
-		new: "\t\t\tif nv < v && false {\n\t\t\t\treturn t.resetLocked(when, now) // earlier",
+		old: "\t\t\tif nv < v {\n\t\t\t\tif later {",
+		new: "\t\t\tif nv < v && false {\n\t\t\t\tif later {",
 		why: "a Reset to an earlier deadline changes the word without the lock: the timer stays in a bucket that expires too late",
 	},
 	{
