@@ -252,7 +252,20 @@ func TestPostponeKeepsALaterDeadline(t *testing.T) {
 		}
 		st.Len() // drains the stack: the timer is placed
 	}
+	v0, _ := word()
+	if !r.t.Postpone(0) {
+		t.Fatal("Postpone(0) of a pending timer returned false")
+	}
+	if v, s := word(); v != v0 || s != statePending {
+		t.Fatalf("Postpone(0) of a pending timer moved it (%d -> %d, state %d)", v0, v, s)
+	}
 	if !r.t.Stop() || r.t.Postpone(time.Hour) || !r.t.Stop() {
 		t.Fatal("a stopped timer's Postpone did not arm it")
+	}
+	if r.t.Postpone(0) {
+		t.Fatal("Postpone(0) of a stopped timer returned true")
+	}
+	if _, s := word(); s != stateFired {
+		t.Fatalf("Postpone(0) of a stopped timer: state %d, want fired (handed to the executor at once)", s)
 	}
 }

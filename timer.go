@@ -411,7 +411,11 @@ func (t *Timer) Postpone(d time.Duration) bool {
 		return was
 	}
 	now := sh.st.now()
-	was, _ := t.resetTo(satAdd(now, int64(max(d, 0))), now, true, true)
+	if d <= 0 {
+		was, _ := t.resetLocked(now, now, true)
+		return was
+	}
+	was, _ := t.resetTo(satAdd(now, int64(d)), now, true, true)
 	return was
 }
 
@@ -423,7 +427,7 @@ func (t *Timer) reset(d time.Duration, name string) (bool, error) {
 	}
 	now := sh.st.now()
 	if d <= 0 {
-		return t.resetLocked(now, now)
+		return t.resetLocked(now, now, false)
 	}
 	return t.resetTo(satAdd(now, int64(d)), now, true, false)
 }
@@ -449,7 +453,7 @@ func (t *Timer) resetTo(when, now int64, move, later bool) (bool, error) {
 				if later {
 					return true, nil
 				}
-				return t.resetLocked(when, now) // earlier: its bucket may expire too late
+				return t.resetLocked(when, now, false) // earlier: its bucket may expire too late
 			}
 			if t.w.CompareAndSwap(w, pack(nv, statePending)) {
 				return true, nil
@@ -462,7 +466,7 @@ func (t *Timer) resetTo(when, now int64, move, later bool) (bool, error) {
 			// by. As for a push, the deadline must not be before its
 			// shard's wakeAt, read after the change (see shard.push).
 			if when < t.shard().wakeAt.Load() {
-				return t.resetLocked(when, now)
+				return t.resetLocked(when, now, later)
 			}
 			if t.w.CompareAndSwap(w, pack(nv, stateQueued)) {
 				// Its shard now: the word may have come back to w
@@ -481,7 +485,7 @@ func (t *Timer) resetTo(when, now int64, move, later bool) (bool, error) {
 				if move && st.maxPending > 0 {
 					t.follow(w)
 				}
-				return t.resetLocked(when, now)
+				return t.resetLocked(when, now, later)
 			}
 			// Take the timer (see the states): from here until it is
 			// queued, nobody else acts on it.
@@ -575,10 +579,11 @@ func (t *Timer) follow(w int64) {
 
 // resetLocked is Reset to the deadline when under the shard's lock: moving
 // a pending timer earlier, running one at once (when <= now: Reset with
-// d <= 0), and arming under WithMaxPending.
-func (t *Timer) resetLocked(when, now int64) (bool, error) {
+// d <= 0), and arming under WithMaxPending; if later, Postpone's, which
+// leaves a pending timer due after when as it is.
+func (t *Timer) resetLocked(when, now int64, later bool) (bool, error) {
 	for {
-		was, retry, err := t.tryResetLocked(when, now)
+		was, retry, err := t.tryResetLocked(when, now, later)
 		if !retry {
 			return was, err
 		}
@@ -591,7 +596,7 @@ func (t *Timer) resetLocked(when, now int64) (bool, error) {
 // tryResetLocked is resetLocked, or reports retry if it found the timer
 // owned by another goroutine, or moved to another shard while it released
 // the lock: the caller looks again, with the lock released.
-func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
+func (t *Timer) tryResetLocked(when, now int64, later bool) (was, retry bool, err error) {
 	sh := t.lockShard()
 	defer sh.unlock()
 	st := sh.st
@@ -603,6 +608,9 @@ func (t *Timer) tryResetLocked(when, now int64) (was, retry bool, err error) {
 		w := t.w.Load()
 		switch v, s := unpack(w); s {
 		case statePending:
+			if later && st.toValue(when) <= v {
+				return true, false, nil // Postpone: it keeps its later deadline
+			}
 			if when <= now {
 				// Unlinked before it leaves pending; see stopPending.
 				t.unlink()

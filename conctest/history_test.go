@@ -190,10 +190,14 @@ func record(t *testing.T, seed uint64, cfg config) *history {
 						in.kind = opStop
 						in.at = r.now()
 						out.was = tm.Stop()
-					case k < 6:
+					case k < 5:
 						in.kind, in.d = opReset, pickD(grng)
 						in.at = r.now()
 						out.was = tm.Reset(in.d)
+					case k < 7:
+						in.kind, in.d = opPostpone, pickD(grng)
+						in.at = r.now()
+						out.was = tm.Postpone(in.d)
 					default:
 						in.kind, in.d = opTryReset, pickD(grng)
 						in.at = r.now()

@@ -34,6 +34,22 @@ func TestModel(t *testing.T) {
 			op(opStop, 0, 0, 1100, 1101, output{was: false}),
 			op(opSTStop, 0, 0, 1200, 1201, kept),
 		}},
+		{"Postpone to an earlier deadline keeps the later one", 0, false, []porcupine.Operation{
+			op(opAfterFunc, 0, ms, 0, 1, output{}),
+			op(opPostpone, 0, 100*time.Microsecond, 10, 11, output{was: true}),
+			op(opRun, 0, 0, 0, 500, output{}),
+		}},
+		{"Postpone to a later deadline moves it", 0, true, []porcupine.Operation{
+			op(opAfterFunc, 0, 100*time.Microsecond, 0, 1, output{}),
+			op(opPostpone, 0, ms, 10, 11, output{was: true}),
+			op(opRun, 0, 0, 0, 1100, output{}),
+			op(opSTStop, 0, 0, 1200, 1201, kept),
+		}},
+		{"a run of a Postpone before its later deadline", 0, false, []porcupine.Operation{
+			op(opAfterFunc, 0, 100*time.Microsecond, 0, 1, output{}),
+			op(opPostpone, 0, ms, 10, 11, output{was: true}),
+			op(opRun, 0, 0, 0, 500, output{}),
+		}},
 		{"a run before its deadline", 0, false, []porcupine.Operation{
 			op(opAfterFunc, 0, ms, 0, 1, output{}),
 			op(opRun, 0, 0, 0, 999, output{}),

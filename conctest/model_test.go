@@ -23,9 +23,10 @@ const (
 	opTryReset                // Timer.TryReset(d)
 	opRun                     // the callback ran: Return is its start
 	opSTStop                  // SystemTimer.Stop, as it concerns one timer: whether it returned it
+	opPostpone                // Timer.Postpone(d)
 )
 
-var opNames = [...]string{"AfterFunc", "Bind", "Stop", "Reset", "TryReset", "Run", "SystemTimer.Stop"}
+var opNames = [...]string{"AfterFunc", "Bind", "Stop", "Reset", "TryReset", "Run", "SystemTimer.Stop", "Postpone"}
 
 // errKind is an error an operation returned.
 type errKind uint8
@@ -209,6 +210,33 @@ func apply(s mstate, in input, out output, maxPending int, next []interface{}) [
 			}
 			next = append(next, s)
 		}
+	case opPostpone:
+		switch {
+		case !t.exists:
+		case t.closed:
+			if !out.was {
+				next = append(next, s)
+			}
+		case t.pending:
+			// Moved only later: the deadline is at or after both.
+			if out.was {
+				t.lb = max(t.lb, in.at+int64(in.d))
+				next = append(next, s)
+			}
+		default: // as Reset
+			if refusable && !out.was {
+				next = append(next, s)
+			}
+			if !admissible || out.was {
+				break
+			}
+			if in.d <= 0 {
+				t.owed++ // handed to the executor at once
+			} else {
+				t.pending, t.lb = true, in.at+int64(in.d)
+			}
+			next = append(next, s)
+		}
 	case opRun:
 		if !t.exists || t.closed {
 			break
@@ -243,6 +271,8 @@ func describe(in input, out output) string {
 		return fmt.Sprintf("t%d.Reset(%v) = %v (deadline >= %v)", in.timer, in.d, out.was, ns(in.at+int64(in.d)))
 	case opTryReset:
 		return fmt.Sprintf("t%d.TryReset(%v) = %v, %s (deadline >= %v)", in.timer, in.d, out.was, errNames[out.err], ns(in.at+int64(in.d)))
+	case opPostpone:
+		return fmt.Sprintf("t%d.Postpone(%v) = %v (deadline >= %v, or the later one it had)", in.timer, in.d, out.was, ns(in.at+int64(in.d)))
 	case opAfterFunc:
 		return fmt.Sprintf("t%d = AfterFunc(%v): %s (deadline >= %v)", in.timer, in.d, errNames[out.err], ns(in.at+int64(in.d)))
 	}

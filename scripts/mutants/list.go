@@ -28,6 +28,12 @@ var mutants = []mutant{
 		why: "Postpone moves a timer on the incoming stack earlier, as Reset does",
 	},
 	{
+		name: "postpone-locked-earlier", file: "timer.go",
+		old: "if later && st.toValue(when) <= v {",
+		new: "if false && st.toValue(when) <= v {",
+		why: "Postpone under the lock (d <= 0, or a deadline before wakeAt) moves a pending timer earlier",
+	},
+	{
 		name: "stop-stack-open", file: "systemtimer.go",
 		old: "sh.incoming.Swap(closedStack)",
 		new: "sh.incoming.Swap(nil)",
