@@ -162,10 +162,18 @@ func testHazard(pass *analysis.Pass) string {
 // dirHasOwnTests reports whether the package's directory holds test files
 // of the package itself (not of its external test package) that the build
 // would compile.
-func dirHasOwnTests(pass *analysis.Pass) bool {
+func dirHasOwnTests(pass *analysis.Pass) bool { return dirHasTests(pass, true) }
+
+// dirHasExternalTests reports whether it holds test files of its external
+// test package, which imports the package: so even a main package's
+// exported names are seen by another package, which the migration of
+// this one does not rewrite.
+func dirHasExternalTests(pass *analysis.Pass) bool { return dirHasTests(pass, false) }
+
+func dirHasTests(pass *analysis.Pass, own bool) bool {
 	for _, name := range testFiles(pass) {
 		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly)
-		if err == nil && f.Name.Name == pass.Pkg.Name() {
+		if err == nil && (f.Name.Name == pass.Pkg.Name()) == own {
 			return true
 		}
 	}

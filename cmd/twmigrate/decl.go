@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/types"
 	"slices"
+	"strings"
 )
 
 // prepare records the owners of fields, parameters and results, and the
@@ -47,6 +48,7 @@ func (m *migrator) prepare() {
 			return true
 		})
 	}
+	linked := linknamed(m.pass.Files)
 	for _, f := range m.pass.Files {
 		for _, d := range f.Decls {
 			d, ok := d.(*ast.FuncDecl)
@@ -72,6 +74,8 @@ func (m *migrator) prepare() {
 			switch {
 			case d.Body == nil:
 				fi.why = reason{d.Name.Pos(), fmt.Sprintf("%s has no body in Go", fi.name)}
+			case sig.Recv() == nil && linked[d.Name.Name]:
+				fi.why = reason{d.Name.Pos(), fmt.Sprintf("%s is named in a go:linkname directive: code out of sight may call it with the time package's types", fi.name)}
 			case sig.Recv() != nil && fn.Exported():
 				fi.why = reason{d.Name.Pos(), fmt.Sprintf("exported method %s may implement an interface, or be called from another package", fi.name)}
 			case sig.Recv() != nil && m.ifaceMethods[fn.Name()] != "":
@@ -305,4 +309,21 @@ func builtinName(info *types.Info, fun ast.Expr) string {
 		}
 	}
 	return ""
+}
+
+// linknamed returns the local names that the files' go:linkname directives
+// name: a function linked to or from another package is called there with
+// the types it had, which no type check relates to its new ones.
+func linknamed(files []*ast.File) map[string]bool {
+	names := make(map[string]bool)
+	for _, f := range files {
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				if fields := strings.Fields(c.Text); len(fields) >= 2 && fields[0] == "//go:linkname" {
+					names[fields[1]] = true
+				}
+			}
+		}
+	}
+	return names
 }

@@ -33,21 +33,26 @@
 //   - gets a timer from, or passes one to, another package (the package is
 //     analyzed before those that import it and cannot know what they do
 //     with a timer it hands out, so exported fields, variables, functions
-//     and methods that hold timers stay, and so does what flows into them);
+//     and methods that hold timers stay, and so does what flows into them;
+//     in a main package too, if its directory has external tests);
 //   - puts a timer in an interface (a type assertion elsewhere would stop
 //     matching), takes one out of one, or compares one with one;
 //   - holds a time.Timer by value, embeds one, or has one in a func type, a
 //     map key, a type argument or an interface method;
-//   - is a function or function literal used as a value, or a method that
-//     may implement an interface: its callers are out of sight;
+//   - is a function or function literal used as a value, a function named
+//     in a go:linkname directive, or a method that may implement an
+//     interface: its callers are out of sight;
 //   - is named in a file that build constraints leave out, or lies in a
 //     generated file, or where the name timingwheel means something else.
 //
 // A package with test files of its own is rewritten only by the analysis
 // that includes them (-test, the default): without them it is left alone,
-// since a test could give a field a timer the rewrite cannot follow. A package whose tests (in its directory) use testing/synctest or
-// goleak is left alone whole: the default wheel's goroutines run outside a
-// synctest bubble, and live as long as the program. The rewritten timers have the time package's semantics since Go
+// since a test could give a field a timer the rewrite cannot follow. A
+// package whose test files (in its directory) import testing/synctest or
+// goleak directly, not through a helper package, is left alone whole: the
+// default wheel's goroutines run outside a synctest bubble, and live as
+// long as the program. The rewritten timers have the time package's
+// semantics since Go
 // 1.23, with the differences the README lists: a channel timer's C has a
 // buffer of one value, a timer nobody stops stays pending until it fires
 // (time.After's included), callbacks run on a pool of workers, and a

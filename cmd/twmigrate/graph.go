@@ -114,7 +114,7 @@ func newMigrator(pass *analysis.Pass) *migrator {
 	m := &migrator{
 		pass:         pass,
 		info:         pass.TypesInfo,
-		closed:       pass.Pkg.Name() == "main" || strings.HasSuffix(pass.Pkg.Path(), "_test"),
+		closed:       pass.Pkg.Name() == "main" && !dirHasExternalTests(pass) || strings.HasSuffix(pass.Pkg.Path(), "_test"),
 		vars:         make(map[*types.Var]int),
 		types:        make(map[*types.TypeName]int),
 		exprs:        make(map[ast.Expr]int),

@@ -157,3 +157,159 @@ func lineDiff(a, b []string) (added, removed int) {
 	common := lcs[0][0]
 	return len(b) - common, len(a) - common
 }
+
+// TestMigrationKeepsBehaviour runs "twmigrate -fix ./..." on small modules,
+// each a program that runs (or passes its tests) on the time package, and
+// demands that the rewritten one still vets and prints what it printed
+// before. Each case was a rewrite that broke the build or the program.
+func TestMigrationKeepsBehaviour(t *testing.T) {
+	t.Parallel()
+	lib, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile("go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		check []string // the go command whose output must not change
+	}{
+		{
+			// newTimer says, with a one-argument go:linkname, that other
+			// packages reference it: q does, with the old signature.
+			name:  "go:linkname push",
+			check: []string{"run", "./cmd"},
+			files: map[string]string{
+				"p/p.go": `package p
+
+import (
+	"time"
+	_ "unsafe"
+)
+
+//go:linkname newTimer
+func newTimer(d time.Duration) *time.Timer {
+	return time.NewTimer(d)
+}
+
+func Use() { newTimer(time.Hour).Stop() }
+`,
+				"q/q.go": `package q
+
+import (
+	"time"
+	_ "unsafe"
+
+	_ "example.com/probe/p"
+)
+
+//go:linkname newTimer example.com/probe/p.newTimer
+func newTimer(d time.Duration) *time.Timer
+
+func Fire() bool {
+	t := newTimer(time.Millisecond)
+	<-t.C
+	return true
+}
+`,
+				"cmd/main.go": `package main
+
+import (
+	"fmt"
+
+	"example.com/probe/q"
+)
+
+func main() { fmt.Println("fired:", q.Fire()) }
+`,
+			},
+		},
+		{
+			// A main package's exported field, which its external test
+			// package (package main_test) imports and names.
+			name:  "main package and its external test",
+			check: []string{"test", "-count=1", "."},
+			files: map[string]string{
+				"main.go": `package main
+
+import (
+	"fmt"
+	"time"
+)
+
+type Server struct{ Idle *time.Timer }
+
+func NewServer() *Server { return &Server{Idle: time.AfterFunc(time.Hour, func() {})} }
+
+func main() { fmt.Println(NewServer().Idle.Stop()) }
+`,
+				"main_test.go": `package main_test
+
+import (
+	"testing"
+	"time"
+
+	main "example.com/probe"
+)
+
+func TestIdle(t *testing.T) {
+	var idle *time.Timer = main.NewServer().Idle
+	if !idle.Stop() {
+		t.Fatal("not armed")
+	}
+}
+`,
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gomod := fmt.Sprintf("module example.com/probe\n\ngo 1.25.0\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n",
+				wheelPath, wheelPath, lib)
+			write(t, filepath.Join(dir, "go.mod"), gomod)
+			write(t, filepath.Join(dir, "go.sum"), string(sum))
+			for name, content := range c.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(dir, name), content)
+			}
+			env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GO111MODULE=on"}
+			before, err := goOut(dir, env, c.check...)
+			if err != nil {
+				t.Fatalf("before the rewrite, go %s: %v\n%s", strings.Join(c.check, " "), err, before)
+			}
+			twmigrate(t, dir, env, "-fix", "./...")
+			if out, err := goOut(dir, env, "vet", "./..."); err != nil {
+				t.Errorf("after the rewrite, go vet: %v\n%s", err, out)
+			}
+			after, err := goOut(dir, env, c.check...)
+			if err != nil || filterTimes(after) != filterTimes(before) {
+				t.Errorf("go %s: before the rewrite:\n%s\nafter (%v):\n%s", strings.Join(c.check, " "), before, err, after)
+			}
+		})
+	}
+}
+
+func goOut(dir string, env []string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// filterTimes drops the durations go test prints.
+func filterTimes(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "ok" {
+			l = f[0] + " " + f[1]
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
