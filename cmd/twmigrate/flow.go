@@ -259,6 +259,11 @@ func (m *migrator) slotOf(e ast.Expr) int {
 	if sh.kind == opaque {
 		m.poison(s, e.Pos(), "%s", sh.why)
 	}
+	if sh.kind == chain && sh.named != nil {
+		// A value of a named type of the package (a conversion to it,
+		// say) moves with the type.
+		m.union(s, m.typeSlot(sh.named))
+	}
 	m.exprs[e] = s
 	return s
 }
@@ -481,6 +486,9 @@ func (m *migrator) flow(d dest, src ast.Expr, how string) {
 	if s < 0 {
 		if d.slot < 0 {
 			m.unifyStructs(d.typ, m.info.TypeOf(src), 0)
+			if d.typ != nil && types.IsInterface(d.typ) {
+				m.keepUnnamedFields(m.info.TypeOf(src), src.Pos(), 0)
+			}
 		}
 		return
 	}
@@ -495,6 +503,30 @@ func (m *migrator) flow(d dest, src ast.Expr, how string) {
 		return
 	}
 	m.poison(s, src.Pos(), "%s %s", how, m.typeString(d.typ))
+}
+
+// keepUnnamedFields keeps on the time package the timer fields of a value
+// of an unnamed struct type (or a pointer to one) put in an interface: a
+// type assertion elsewhere names the struct type again, with fields of its
+// own, and would stop matching if one side's fields changed type.
+func (m *migrator) keepUnnamedFields(t types.Type, pos token.Pos, depth int) {
+	if t == nil || depth > 8 {
+		return
+	}
+	t = types.Unalias(t)
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	st, ok := t.(*types.Struct)
+	if !ok {
+		return
+	}
+	for f := range st.Fields() {
+		if m.shapeOf(f.Type()).kind != noTimer {
+			m.poison(m.varSlot(f, f.Pos()), pos, "put in an interface in a value of an unnamed struct type")
+		}
+		m.keepUnnamedFields(f.Type(), pos, depth+1)
+	}
 }
 
 func (m *migrator) flowTuple(ds []dest, rhs ast.Expr, how string) {
@@ -540,10 +572,13 @@ func (m *migrator) unifyStructs(a, b types.Type, depth int) {
 		return
 	}
 	a, b = types.Unalias(a), types.Unalias(b)
-	if _, ok := a.(*types.Named); ok {
-		return // the same named type: the same fields
+	if types.Identical(a, b) {
+		return // the same type: the same fields
 	}
-	switch x := a.(type) {
+	// Else the fields of both flow into each other: a conversion between
+	// two named types with the same fields, or a value of an unnamed type
+	// given to a named one.
+	switch x := a.Underlying().(type) {
 	case *types.Pointer, *types.Slice, *types.Array, *types.Map, *types.Chan:
 		// A container: where b is one of the same kind, their element
 		// types (a map's values) flow one into the other.
@@ -680,6 +715,8 @@ func (m *migrator) compare(x, y ast.Expr) {
 		m.poison(a, x.Pos(), "compared with a value of type %s", m.typeString(m.info.TypeOf(y)))
 	case b >= 0 && !m.isNil(x):
 		m.poison(b, y.Pos(), "compared with a value of type %s", m.typeString(m.info.TypeOf(x)))
+	case a < 0 && b < 0:
+		m.unifyStructs(m.info.TypeOf(x), m.info.TypeOf(y), 0) // two structs' fields
 	}
 }
 

@@ -178,6 +178,91 @@ func TestMigrationKeepsBehaviour(t *testing.T) {
 		check []string // the go command whose output must not change
 	}{
 		{
+			// a.t gets a time.AfterFunc timer; b, the same layout, gets
+			// none, and b(x) converts one into the other.
+			name:  "named struct conversion",
+			check: []string{"run", "."},
+			files: map[string]string{"main.go": `package main
+
+import (
+	"fmt"
+	"time"
+)
+
+type a struct{ t *time.Timer }
+type b struct{ t *time.Timer }
+
+func main() {
+	x := a{t: time.AfterFunc(time.Hour, func() {})}
+	y := b(x)
+	fmt.Println(y.t.Stop())
+}
+`},
+		},
+		{
+			// A value of an unnamed struct type assigned to a variable of a
+			// named one with the same underlying type.
+			name:  "unnamed struct assigned to named",
+			check: []string{"run", "."},
+			files: map[string]string{"main.go": `package main
+
+import (
+	"fmt"
+	"time"
+)
+
+type entry struct{ t *time.Timer }
+
+func main() {
+	var e entry
+	e.t = time.AfterFunc(time.Hour, func() {})
+	anon := struct{ t *time.Timer }{}
+	e = anon
+	fmt.Println(e.t == nil)
+}
+`},
+		},
+		{
+			// A conversion to a named slice type whose value goes nowhere
+			// that holds the named type.
+			name:  "conversion to named slice",
+			check: []string{"run", "."},
+			files: map[string]string{"main.go": `package main
+
+import (
+	"fmt"
+	"time"
+)
+
+type timers []*time.Timer
+
+func main() {
+	ts := []*time.Timer{time.NewTimer(time.Hour)}
+	fmt.Println(len(timers(ts)))
+}
+`},
+		},
+		{
+			// An unnamed struct with a timer in it, put in an interface and
+			// taken out by a type assertion that names the struct again.
+			name:  "unnamed struct through interface",
+			check: []string{"run", "."},
+			files: map[string]string{"main.go": `package main
+
+import (
+	"fmt"
+	"time"
+)
+
+func main() {
+	t := time.NewTimer(time.Hour)
+	var x any = struct{ t *time.Timer }{t}
+	_, ok := x.(struct{ t *time.Timer })
+	fmt.Println("assertion ok:", ok)
+}
+`},
+		},
+		{
 			// newTimer says, with a one-argument go:linkname, that other
 			// packages reference it: q does, with the old signature.
 			name:  "go:linkname push",
