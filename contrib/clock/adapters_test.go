@@ -332,8 +332,10 @@ func TestFallback(t *testing.T) {
 		}, timingwheel.WithMaxPending(1))
 	})
 	t.Run("Reset", func(t *testing.T) {
-		// A timer made on the wheel, Reset after the wheel stopped: it
-		// moves to the time package, with a new channel.
+		// Timers made on the wheel, Reset after the wheel stopped: the
+		// channel timer goes on, on the clock's timers (the wheel's
+		// ChanTimer outlives it), with the same channel; the AfterFunc
+		// timer moves to time.AfterFunc.
 		forEachAdapter(t, func(t *testing.T, c anyClock, st *timingwheel.SystemTimer) {
 			tm := c.NewTimer(time.Hour)
 			done := make(chan struct{})

@@ -10,9 +10,10 @@ import (
 
 // TestConcurrentFallback races Stop, Reset and the channel accessor of one
 // timer, one ticker and one AfterFunc timer against the SystemTimer's
-// Stop, after which a Reset moves each to the time package. Under -race
-// the move must be safe; afterwards, each must deliver on a Reset. It runs
-// on the real clock, so that the goroutines run in parallel.
+// Stop, after which the timer and the ticker go on, on the clock's timers,
+// and a Reset moves the AfterFunc timer to time.AfterFunc. Under -race that
+// must be safe; afterwards, each must deliver on a Reset. It runs on the
+// real clock, so that the goroutines run in parallel.
 func TestConcurrentFallback(t *testing.T) {
 	st := newWheel(t)
 	c := twclock.NewClockwork(st)

@@ -59,13 +59,17 @@
 // timingwheel.SystemTimer.NewTimer): those pending when it is stopped go on,
 // on the clock's timers, so a goroutine waiting on C or Chan is not
 // stranded. AfterFunc callbacks pending then never run (SystemTimer.Stop
-// returns them to its caller, not to the adapter): stop the SystemTimer
-// after the code using the clock has stopped waiting on it.
+// returns them to its caller, not to the adapter), and their timers' Stop
+// and Reset return false, where a time.Timer's would return true: code that
+// waits for the callback after a Stop that returned false (the idiom of
+// time.Timer.Stop's doc) would wait for ever. Stop the SystemTimer after
+// the code using the clock has stopped waiting on it.
 //
-// Misuse panics, as it does with the time package: NewTicker and a
-// Ticker's Reset with a period d <= 0 (Tick(d) then returns nil, as
-// time.Tick does), and AfterFunc with a nil function, at once, where
-// time.AfterFunc would panic on a goroutine of its own when the timer fires.
+// Misuse panics, as it does with the time package and with its message:
+// NewTicker and a Ticker's Reset with a period d <= 0 (Tick(d) then returns
+// nil, as time.Tick does); and AfterFunc with a nil function, at once,
+// where time.AfterFunc would panic on a goroutine of its own when the timer
+// fires.
 //
 // clockwork.WithTimeout and clockwork.WithDeadline use the wheel only for a
 // clockwork.FakeClock; for contexts on the wheel, use the SystemTimer's

@@ -39,8 +39,8 @@ func TestClockworkTickerReset(t *testing.T) {
 }
 
 // TestClockworkTickerResetFallback: a ticker on the wheel when the wheel
-// stops ticks no more; a Reset moves it to the time package, with a new
-// channel.
+// stops goes on, on the clock's timers, and a Reset after that delivers on
+// the same channel.
 func TestClockworkTickerResetFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newWheel(t)
@@ -97,4 +97,29 @@ func TestK8sTick(t *testing.T) {
 			t.Error("Tick(d <= 0) != nil, want nil as time.Tick")
 		}
 	})
+}
+
+// TestTickerPanicsAsTimeDoes: NewTicker, and clockwork's Ticker.Reset, with
+// a period d <= 0 panic with package time's own messages, as the real
+// clocks do (they were the wheel's, prefixed "timingwheel:").
+func TestTickerPanicsAsTimeDoes(t *testing.T) {
+	st := newWheel(t)
+	recovered := func(f func()) (v any) {
+		defer func() { v = recover() }()
+		f()
+		return nil
+	}
+	want := recovered(func() { time.NewTicker(0) })
+	if got := recovered(func() { twclock.NewK8s(st).NewTicker(0) }); got != want {
+		t.Errorf("K8s NewTicker(0): panic %v, want %v", got, want)
+	}
+	if got := recovered(func() { twclock.NewClockwork(st).NewTicker(-1) }); got != want {
+		t.Errorf("Clockwork NewTicker(-1): panic %v, want %v", got, want)
+	}
+	tk := twclock.NewClockwork(st).NewTicker(time.Hour)
+	defer tk.Stop()
+	want = recovered(func() { time.NewTicker(time.Hour).Reset(0) })
+	if got := recovered(func() { tk.Reset(0) }); got != want {
+		t.Errorf("Clockwork Ticker.Reset(0): panic %v, want %v", got, want)
+	}
 }

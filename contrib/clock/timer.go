@@ -102,7 +102,10 @@ type ticker struct {
 }
 
 func newTicker(st *timingwheel.SystemTimer, d time.Duration) *ticker {
-	wt, err := st.NewTicker(d) // panics if d <= 0, as time.NewTicker does
+	if d <= 0 {
+		panic("non-positive interval for NewTicker") // time.NewTicker's
+	}
+	wt, err := st.NewTicker(d)
 	if err != nil {
 		return &ticker{std: time.NewTicker(d)}
 	}
@@ -136,6 +139,9 @@ func (t *ticker) Stop() {
 // Reset is time.Ticker.Reset: it panics if d <= 0. If the wheel cannot
 // arm the ticker, it becomes a time.Ticker, with a new channel.
 func (t *ticker) Reset(d time.Duration) {
+	if d <= 0 {
+		panic("non-positive interval for Ticker.Reset") // time.Ticker.Reset's
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.std != nil {
