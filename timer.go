@@ -397,7 +397,7 @@ func (t *Timer) TryReset(d time.Duration) (wasPending bool, err error) {
 
 // Postpone is [Timer.Reset] that never moves a pending timer earlier: a
 // timer pending with a deadline after d from now keeps it, and Postpone
-// reports true. It is the Reset of a timeout pushed back by several
+// reports true; with d <= 0 a pending timer is left as it is. It is the Reset of a timeout pushed back by several
 // goroutines at once (a connection read and written at the same time, a
 // session touched by its requests): with Reset, a goroutine that read the
 // clock first and stored its deadline last would move the deadline back to
@@ -608,8 +608,12 @@ func (t *Timer) tryResetLocked(when, now int64, later bool) (was, retry bool, er
 		w := t.w.Load()
 		switch v, s := unpack(w); s {
 		case statePending:
-			if later && st.toValue(when) <= v {
-				return true, false, nil // Postpone: it keeps its later deadline
+			if later && (when <= now || st.toValue(when) <= v) {
+				// Postpone: it keeps its later deadline, or, with
+				// d <= 0, its own. (Firing it now would rest on v as
+				// read here, which a lock-free Reset may have moved
+				// later since: leavePending does not look.)
+				return true, false, nil
 			}
 			if when <= now {
 				// Unlinked before it leaves pending; see stopPending.

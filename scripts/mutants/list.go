@@ -29,8 +29,8 @@ var mutants = []mutant{
 	},
 	{
 		name: "postpone-locked-earlier", file: "timer.go",
-		old: "if later && st.toValue(when) <= v {",
-		new: "if false && st.toValue(when) <= v {",
+		old: "if later && (when <= now || st.toValue(when) <= v) {",
+		new: "if false && (when <= now || st.toValue(when) <= v) {",
 		why: "Postpone under the lock (d <= 0, or a deadline before wakeAt) moves a pending timer earlier",
 	},
 	{
