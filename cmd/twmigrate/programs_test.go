@@ -27,14 +27,6 @@ import (
 // command that uses it.
 func TestProgramsMigrate(t *testing.T) {
 	t.Parallel()
-	lib, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := os.ReadFile("go.sum")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range []struct {
 		name  string
 		stays []string // what twmigrate reports after -fix, a regexp a line
@@ -49,13 +41,7 @@ func TestProgramsMigrate(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			dir := t.TempDir()
 			copyTree(t, filepath.Join("testdata", "programs", p.name), dir)
-			gomod := fmt.Sprintf("module example.com/%s\n\ngo 1.25.0\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n",
-				p.name, wheelPath, wheelPath, lib)
-			write(t, filepath.Join(dir, "go.mod"), gomod)
-			write(t, filepath.Join(dir, "go.sum"), string(sum))
-			// -mod=mod lets go add the library's own requirements, from the
-			// module cache that building this test filled.
-			env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GO111MODULE=on"}
+			env := module(t, dir, p.name)
 
 			goCmd(t, dir, env, "test", "-count=1", "./...")
 			before := readTree(t, dir)
@@ -164,14 +150,6 @@ func lineDiff(a, b []string) (added, removed int) {
 // before. Each case was a rewrite that broke the build or the program.
 func TestMigrationKeepsBehaviour(t *testing.T) {
 	t.Parallel()
-	lib, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := os.ReadFile("go.sum")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name  string
 		files map[string]string
@@ -352,17 +330,13 @@ func TestIdle(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			gomod := fmt.Sprintf("module example.com/probe\n\ngo 1.25.0\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n",
-				wheelPath, wheelPath, lib)
-			write(t, filepath.Join(dir, "go.mod"), gomod)
-			write(t, filepath.Join(dir, "go.sum"), string(sum))
+			env := module(t, dir, "probe")
 			for name, content := range c.files {
 				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
 					t.Fatal(err)
 				}
 				write(t, filepath.Join(dir, name), content)
 			}
-			env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GO111MODULE=on"}
 			before, err := goOut(dir, env, c.check...)
 			if err != nil {
 				t.Fatalf("before the rewrite, go %s: %v\n%s", strings.Join(c.check, " "), err, before)
@@ -397,4 +371,24 @@ func filterTimes(s string) string {
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// module makes dir the module example.com/name, which builds against this
+// checkout of the library, and returns the environment of the go commands
+// to run there: -mod=mod lets go add the library's own requirements, from
+// the module cache that building this test filled.
+func module(t *testing.T, dir, name string) []string {
+	t.Helper()
+	lib, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile("go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.mod"), fmt.Sprintf("module example.com/%s\n\ngo 1.25.0\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n",
+		name, wheelPath, wheelPath, lib))
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	return []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GO111MODULE=on"}
 }
