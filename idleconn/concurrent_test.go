@@ -20,7 +20,6 @@ import (
 	"github.com/go-timingwheel/timingwheel/internal/isolate"
 	"github.com/go-timingwheel/timingwheel/internal/testwait"
 	"github.com/go-timingwheel/timingwheel/internal/wheeltest"
-	"github.com/stretchr/testify/require"
 )
 
 // The concurrency suite of idleconn: Close racing Read and Write on other
@@ -326,7 +325,9 @@ func TestConcurrentReadWriteNeverCutEarly(t *testing.T) {
 		srv, cli := net.Pipe()
 		defer cli.Close()
 		c, err := idleconn.Wrap(srv, st, idle)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer c.Close()
 
 		mc.armed.Store(true)
@@ -340,11 +341,14 @@ func TestConcurrentReadWriteNeverCutEarly(t *testing.T) {
 
 		mc.Add(idle / 2)
 		go cli.Read(make([]byte, 1))
-		_, err = c.Write([]byte("y")) // the deadline goes to t0 + 3/2 idle
-		require.NoError(t, err)
+		if _, err := c.Write([]byte("y")); err != nil { // the deadline goes to t0 + 3/2 idle
+			t.Fatal(err)
+		}
 		last := mc.Mock.Now()
 		close(mc.release) // the Read's touch, with t0, lands last
-		require.NoError(t, <-readDone)
+		if err := <-readDone; err != nil {
+			t.Fatal(err)
+		}
 
 		blocked := goRead(c, make([]byte, 1))
 		mc.Add(idle/2 + time.Millisecond)
