@@ -397,12 +397,12 @@ func (t *Timer) TryReset(d time.Duration) (wasPending bool, err error) {
 
 // Postpone is [Timer.Reset] that never moves a pending timer earlier: a
 // timer pending with a deadline after d from now keeps it, and Postpone
-// reports true; with d <= 0 a pending timer is left as it is. It is the Reset of a timeout pushed back by several
-// goroutines at once (a connection read and written at the same time, a
-// session touched by its requests): with Reset, a goroutine that read the
-// clock first and stored its deadline last would move the deadline back to
-// its own, earlier than the latest activity. A periodic timer's Postpone is
-// its Reset.
+// reports true; with d <= 0 a pending timer is left as it is. It is the
+// Reset of a timeout pushed back by several goroutines at once (a
+// connection read and written at the same time, a session touched by its
+// requests): with Reset, a goroutine that read the clock first and stored
+// its deadline last would move the deadline back to its own, earlier than
+// the latest activity. A periodic timer's Postpone is its Reset.
 func (t *Timer) Postpone(d time.Duration) bool {
 	t.checkBound("Postpone")
 	sh := t.shard()
